@@ -610,8 +610,16 @@ def build_batch(
     *,
     compression_level: int | None = None,
     log_append_time: int | None = None,
+    last_offset: int | None = None,
+    delete_horizon_ms: int | None = None,
+    max_timestamp: int | None = None,
 ) -> bytes:
     """One v2 batch holding ``records``, with its CRC.
+
+    The log cleaner's rewrites use the last three: ``last_offset`` keeps the original
+    batch's last offset when its last records went, ``delete_horizon_ms`` takes the base
+    timestamp's place (with the attribute bit saying so), ``max_timestamp`` keeps the
+    original's max timestamp in a batch left without records.
 
     A record's offset, when not -1, must be above the previous one and at or above
     ``base_offset`` (gaps are allowed, as after compaction); -1 takes the next offset. The
@@ -628,7 +636,7 @@ def build_batch(
     record = bytearray()
     count = 0
     last_delta = -1
-    base_ts: int | None = None
+    base_ts: int | None = delete_horizon_ms
     max_ts = NO_TIMESTAMP
     for r in records:
         if r.offset < 0:
@@ -666,15 +674,21 @@ def build_batch(
         count += 1
     if count == 0:
         last_delta = 0
-        base_ts = NO_TIMESTAMP
+        base_ts = NO_TIMESTAMP if delete_horizon_ms is None else delete_horizon_ms
     if ts_type is TimestampType.LOG_APPEND_TIME and log_append_time is not None:
         max_ts = log_append_time
+    if max_timestamp is not None:
+        max_ts = max_timestamp
+    if last_offset is not None:
+        last_delta = last_offset - base_offset
 
     attributes = codec | (ts_type << 3)
     if transactional:
         attributes |= _TRANSACTIONAL_MASK
     if is_control:
         attributes |= _CONTROL_MASK
+    if delete_horizon_ms is not None:
+        attributes |= _DELETE_HORIZON_MASK
     payload = (
         body if codec is CompressionType.NONE else compress(codec, body, level=compression_level)
     )
@@ -783,6 +797,7 @@ def validate_batch_for_append(
     from_client: bool = True,
     max_message_size: int | None = None,
     compacted: bool = False,
+    topic_partition: str = "",
     timestamp_type: int = TimestampType.CREATE_TIME,
     now_ms: int | None = None,
     timestamp_before_max_ms: int | None = None,
@@ -805,8 +820,9 @@ def validate_batch_for_append(
       control batch, or a producer id without a base sequence -> INVALID_RECORD.
     - records that do not parse, or more/fewer of them than declared -> INVALID_RECORD.
     - per record, collected into ``record_errors``: a null key on a ``compacted`` topic
-      (INVALID_RECORD); on a CREATE_TIME topic a timestamp more than
-      ``timestamp_before_max_ms`` before or ``timestamp_after_max_ms`` after ``now_ms``
+      (INVALID_RECORD, in Kafka's words naming ``topic_partition``); on a CREATE_TIME
+      topic a timestamp more than ``timestamp_before_max_ms`` before or
+      ``timestamp_after_max_ms`` after ``now_ms``
       (None: no limit), or a batch that claims LOG_APPEND_TIME (INVALID_TIMESTAMP, which
       wins over INVALID_RECORD when both occur).
     """
@@ -842,7 +858,13 @@ def validate_batch_for_append(
         if record.timestamp > max_ts:
             max_ts, max_ts_delta = record.timestamp, delta
         if compacted and record.key is None:
-            record_errors.append((i, "a compacted topic needs a key on every record"))
+            record_errors.append(
+                (
+                    i,
+                    "Compacted topic cannot accept message without key in topic partition "
+                    f"{topic_partition}.",
+                )
+            )
             continue
         problem = _timestamp_problem(
             record.timestamp,

@@ -477,3 +477,29 @@ def test_static_leader_restart_does_not_rebalance(g: Groups, skip: bool) -> None
         assert again.leader == leader and not again.members
     [s] = g.sync(again.member_id, 1)
     assert s.assignment == b"mine"
+
+
+def test_a_reloaded_coordinator_keeps_a_stable_groups_members(g: Groups) -> None:
+    leader, follower, gen = g.stable_pair()
+    g.md.broker_down(0)  # leadership of the offsets topic goes, and comes back
+    assert "g" not in g.gc.groups
+    g.md.broker_up(0)
+    group = g.gc.groups["g"]
+    assert group.state is GroupState.STABLE and group.generation_id == gen
+    assert set(group.members) == {leader, follower} and group.leader_id == leader
+    assert sorted(m.assignment for m in group.members.values()) == [b"A", b"B"]
+    # Both carry on; a rejoin rebalances and waits for the other member, as before.
+    assert g.gc.heartbeat("g", gen, follower, None) == 0
+    assert g.join(leader) == []
+    assert g.gc.heartbeat("g", gen, follower, None) == ErrorCode.REBALANCE_IN_PROGRESS
+    [rf] = g.join(follower)
+    assert rf.generation_id == gen + 1
+    assert g.sync(leader, gen + 1, {leader: b"L", follower: b"F"})[0].error == 0
+    # A member that goes quiet expires within its session, counted from the reload.
+    g.md.broker_down(0)
+    g.md.broker_up(0)
+    for _ in range(3):
+        g.advance(SESSION // 2)
+        assert g.gc.heartbeat("g", gen + 1, leader, None) in (0, ErrorCode.REBALANCE_IN_PROGRESS)
+    group = g.gc.groups["g"]
+    assert list(group.members) == [leader] and group.state is GroupState.PREPARING_REBALANCE

@@ -230,3 +230,50 @@ def test_api_versions_v0_header_layout_for_too_new_request(cluster: BackgroundCl
         data = w.read_frame()
         # Header v0 (correlation id only), then error code 35 and the key array.
         assert struct.unpack_from(">ih", data) == (5, 35)
+
+
+def test_too_many_partitions_in_one_request_are_refused_before_any_is_made(
+    cluster: BackgroundCluster,
+) -> None:
+    C = message_type(19, "request")
+    P = message_type(37, "request")
+    topic = C.CreatableTopic
+    with WireClient(cluster.bootstrap) as w:
+        # 6,000 + 5,000 + 1 > 10,000 in all: every topic is refused, as Kafka's controller does
+        r = w.call(
+            19,
+            7,
+            C(
+                topics=[
+                    topic(name="cap-a", num_partitions=6000, replication_factor=1),
+                    topic(name="cap-b", num_partitions=5000, replication_factor=1),
+                    topic(name="cap-c", num_partitions=1, replication_factor=1),
+                ],
+                timeout_ms=1000,
+            ),
+        )
+        assert [(t.error_code, t.error_message) for t in r.topics] == [
+            (ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+        ] * 3
+        r = w.call(
+            19,
+            7,
+            C(
+                topics=[topic(name="cap-d", num_partitions=1, replication_factor=1)],
+                timeout_ms=1000,
+            ),
+        )
+        assert r.topics[0].error_code == 0
+        started = time.monotonic()
+        r = w.call(
+            37,
+            3,
+            P(topics=[P.CreatePartitionsTopic(name="cap-d", count=2**31 - 1)], timeout_ms=1000),
+        )
+        assert time.monotonic() - started < 5
+        assert [(x.error_code, x.error_message) for x in r.results] == [
+            (
+                ErrorCode.POLICY_VIOLATION,
+                "Excessively large number of additional partitions per request.",
+            )
+        ]

@@ -540,7 +540,7 @@ def test_log_start_moves_segments_and_topic_deletion_reach_the_disk(tmp_path: Pa
         held = list(iter_batches(kept[0].read_bytes()))
         assert held[0].base_offset <= 6 <= held[-1].last_offset
         checkpoints = tmp_path / "broker-0" / "checkpoints.json"
-        assert wait_for(lambda: json.loads(checkpoints.read_text()).get("t-0") == [6, 10])
+        assert wait_for(lambda: json.loads(checkpoints.read_text()).get("t-0")[:2] == [6, 10])
         c.call(lambda: md.delete_topic("doomed"))
         assert not (tmp_path / "broker-0" / "doomed-0").exists()
 

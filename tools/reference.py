@@ -142,6 +142,8 @@ class KafkaReference:
         self.cluster_id = ""
         self.dir: Path | None = None
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._cp = ""
+        self._props: list[Path] = []
         #: Seconds from `start` to the first Metadata answer listing every node, and the
         #: part of them spent formatting storage (and resolving the classpath).
         self.startup_s: float | None = None
@@ -182,6 +184,7 @@ class KafkaReference:
             with ThreadPoolExecutor(self.nodes) as pool:
                 list(pool.map(lambda p: self._format(cp, p, started + timeout), props))
             self.format_s = time.monotonic() - started
+            self._cp, self._props = cp, props
             for i, p in enumerate(props):
                 self._procs.append(self._launch(cp, i, p))
             self._wait_ready(started + timeout)
@@ -220,6 +223,17 @@ class KafkaReference:
 
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs]
+
+    def restart(self, node: int) -> None:
+        """Start node ``node`` again on its data (after a crash or a kill: it recovers its
+        log as Kafka does); a node still running is killed first."""
+        if not self._procs:
+            raise ReferenceError("the reference Kafka is not running")
+        old = self._procs[node]
+        if old.poll() is None:
+            self._signal(old, signal.SIGKILL)
+            old.wait(10)
+        self._procs[node] = self._launch(self._cp, node, self._props[node])
 
     def __enter__(self) -> KafkaReference:
         return self.start() if not self._procs else self

@@ -123,6 +123,7 @@ class Broker(MetadataListener):
         self.running = False
         self._isr_check: asyncio.TimerHandle | None = None
         self._retention_check: asyncio.TimerHandle | None = None
+        self._cleaner_check: asyncio.TimerHandle | None = None
         self._checkpoint: asyncio.TimerHandle | None = None
 
     @property
@@ -136,6 +137,7 @@ class Broker(MetadataListener):
         self.fetcher.start()
         self._schedule_isr_check()
         self._schedule_retention()
+        self._schedule_cleaner()
         self._schedule_checkpoint()
 
     def _schedule_checkpoint(self) -> None:
@@ -160,6 +162,18 @@ class Broker(MetadataListener):
         if self.running:
             self.replica_manager.enforce_retention()
         self._schedule_retention()
+
+    def _schedule_cleaner(self) -> None:
+        if not self.configs.broker_bool("log.cleaner.enable", self.node_id):
+            return
+        every = self.configs.broker_int("log.cleaner.backoff.ms", self.node_id) / 1000
+        self._cleaner_check = asyncio.get_running_loop().call_later(every, self._cleaner_tick)
+
+    def _cleaner_tick(self) -> None:
+        self._cleaner_check = None
+        if self.running:
+            self.replica_manager.clean_logs()
+        self._schedule_cleaner()
 
     def _schedule_isr_check(self) -> None:
         # Kafka checks every half of replica.lag.time.max.ms.
@@ -222,10 +236,15 @@ class Broker(MetadataListener):
         """Answer every waiting request; the listener must already have stopped reading."""
         self.running = False
         self.fetcher.stop()
-        for handle in (self._isr_check, self._retention_check, self._checkpoint):
+        for handle in (
+            self._isr_check,
+            self._retention_check,
+            self._cleaner_check,
+            self._checkpoint,
+        ):
             if handle is not None:
                 handle.cancel()
-        self._isr_check = self._retention_check = self._checkpoint = None
+        self._isr_check = self._retention_check = self._cleaner_check = self._checkpoint = None
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
         self.replica_manager.shutdown()

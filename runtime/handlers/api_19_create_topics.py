@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from kafkagen.generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.metadata.cluster_metadata import MAX_PARTITIONS_PER_REQUEST
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
-from kafkagen.runtime.errors import InvalidRequestError, KafkaError
+from kafkagen.runtime.errors import InvalidRequestError, KafkaError, PolicyViolationError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import require
 from kafkagen.runtime.message import KeyedList
@@ -26,6 +27,8 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest) -> None:
         counts[t.name] = counts.get(t.name, 0) + 1
     results: KeyedList[Result] = KeyedList()
     answered: set[str] = set()
+    cluster_create = ctx.allowed(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+    too_many = _partitions_asked(ctx, request, counts, cluster_create) > MAX_PARTITIONS_PER_REQUEST
     for t in request.topics:
         if t.name in answered:
             continue  # one answer per name: the response is keyed by it, as in Kafka
@@ -34,8 +37,10 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest) -> None:
         try:
             if counts[t.name] > 1:
                 raise InvalidRequestError(f"topic {t.name!r} appears more than once")
-            if not ctx.allowed(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
+            if not cluster_create:
                 require(ctx, AclOperation.CREATE, ResourceType.TOPIC, t.name, TopicAuthFailed)
+            if too_many:
+                raise PolicyViolationError("Excessively large number of partitions per request.")
             configs = {c.name: c.value for c in t.configs}
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             info = md.create_topic(
@@ -67,3 +72,24 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest) -> None:
         ]
         results.append(result)
     ctx.respond(CreateTopicsResponse(topics=results))
+
+
+def _partitions_asked(
+    ctx: RequestContext, request: CreateTopicsRequest, counts: dict[str, int], cluster_create: bool
+) -> int:
+    """The partitions the topics that reach creation ask for in all (duplicates and topics
+    the caller may not create are answered before), counted as Kafka's controller does."""
+    default = ctx.broker.metadata.configs.broker_int("num.partitions")
+    total = 0
+    for t in request.topics:
+        if counts[t.name] > 1 or not (
+            cluster_create or ctx.allowed(AclOperation.CREATE, ResourceType.TOPIC, t.name)
+        ):
+            continue
+        if t.assignments:
+            total += len(t.assignments)
+        elif t.num_partitions == -1:
+            total += default
+        elif t.num_partitions > 0:
+            total += t.num_partitions
+    return total

@@ -7,8 +7,9 @@ from kafkagen.generated.create_partitions import (
     CreatePartitionsResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.metadata.cluster_metadata import MAX_PARTITIONS_PER_REQUEST
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
-from kafkagen.runtime.errors import InvalidRequestError, KafkaError
+from kafkagen.runtime.errors import InvalidRequestError, KafkaError, PolicyViolationError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import require
 
@@ -19,6 +20,16 @@ Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> None:
     md = ctx.broker.metadata
     names = [t.name for t in request.topics]
+    # Kafka's controller refuses every topic when they would add too many in all.
+    added = 0
+    for t in request.topics:
+        topic = md.topics.get(t.name)
+        if (
+            topic is not None
+            and names.count(t.name) == 1
+            and ctx.allowed(AclOperation.ALTER, ResourceType.TOPIC, t.name)
+        ):
+            added += max(0, t.count - len(topic.partitions))
     results = []
     for t in request.topics:
         result = Result(name=t.name)
@@ -26,6 +37,10 @@ def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> None:
             if names.count(t.name) > 1:
                 raise InvalidRequestError(f"topic {t.name!r} appears more than once")
             require(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name, TopicAuthFailed)
+            if added > MAX_PARTITIONS_PER_REQUEST:
+                raise PolicyViolationError(
+                    "Excessively large number of additional partitions per request."
+                )
             assignments = (
                 None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
             )

@@ -66,8 +66,7 @@ def _alter(
     twice = [k for k, n in keys.items() if n > 1]
     if twice:
         raise QuotaRequestError(
-            f"Duplicate quota key {twice[0]} not updating quota for this entity "
-            f"{_describe(entry)}"
+            f"Duplicate quota key {twice[0]} not updating quota for this entity {_describe(entry)}"
         )
     ops = {op.key: None if op.remove else op.value for op in entry.ops}
     quotas.check(entity, ops)

@@ -96,6 +96,16 @@ COMMANDS = (
         "normalising ids, hosts and times, and print a table.",
     ),
     Command(
+        "chaos",
+        "kafkagen.chaos.command",
+        "a fault campaign with real clients, then its history checked",
+        "Start kafkagen serve --brokers 3 (or Apache Kafka 4.4.0 with --kafka), run idempotent "
+        "producers, transactional consume-transform-produce workers and consumers of both "
+        "isolation levels while a seeded schedule stops, pauses and slows brokers and moves "
+        "leaders, then read everything back and report lost, duplicated or reordered writes, "
+        "isolation anomalies and cycles between transactions.",
+    ),
+    Command(
         "import-specs",
         "kafkagen.cli.import_specs",
         "follow a Kafka release: import its spec files into message_specs/",

@@ -179,6 +179,12 @@ async def create_unknown_config(s: Session) -> None:
     await s.call(_create(s.name("t"), configs={"no.such.config": "1"}), keep=_without_configs)
 
 
+@scenario("CreateTopics", "too-many-partitions", "10,001 partitions in one request")
+async def create_too_many(s: Session) -> None:
+    await s.call(_create(s.name("t"), 10_001), keep=_without_configs)
+    await s.call(_metadata(s.name("t")))
+
+
 @scenario("CreateTopics", "validate-only", "validate_only: nothing is created")
 async def create_validate_only(s: Session) -> None:
     await s.call(_create(s.name("t"), 2, validate_only=True), keep=_without_configs)
@@ -275,6 +281,12 @@ async def partitions_same(s: Session) -> None:
 @scenario("CreatePartitions", "unknown-topic", "a topic that does not exist")
 async def partitions_unknown(s: Session) -> None:
     await s.call(_partitions(s.name("missing"), 2))
+
+
+@scenario("CreatePartitions", "too-many-partitions", "one partition to 2**31 - 1")
+async def partitions_too_many(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_partitions(t, 2**31 - 1))
 
 
 @scenario("CreatePartitions", "validate-only", "validate_only: the count stays")

@@ -53,6 +53,10 @@ class TopicConfig:
     timestamp_after_max_ms: int
     retention_ms: int
     retention_bytes: int
+    #: cleanup.policy has delete (retention applies) and compact (the cleaner runs).
+    deletes: bool
+    segment_bytes: int
+    segment_ms: int
 
 
 class ConfigStore:
@@ -138,6 +142,9 @@ class ConfigStore:
             timestamp_after_max_ms=num("message.timestamp.after.max.ms"),
             retention_ms=num("retention.ms"),
             retention_bytes=num("retention.bytes"),
+            deletes="delete" in policy,
+            segment_bytes=num("segment.bytes"),
+            segment_ms=num("segment.ms"),
         )
         self._topic_cache[topic] = cfg
         return cfg

@@ -46,6 +46,7 @@ class CoordinatorLog:
         *,
         partitions_config: str,
         replication_config: str,
+        segment_config: str,
         write_timeout_ms: Callable[[], int],
         on_load: Callable[[Partition], None],
         on_unload: Callable[[int], None],
@@ -57,6 +58,7 @@ class CoordinatorLog:
         self.replica_manager = replica_manager
         self._partitions_config = partitions_config
         self._replication_config = replication_config
+        self._segment_config = segment_config
         self._write_timeout_ms = write_timeout_ms
         self._on_load = on_load
         self._on_unload = on_unload
@@ -90,7 +92,10 @@ class CoordinatorLog:
     def ensure_topic(self) -> bool:
         """Create the topic on first use, as Kafka does; False if it cannot exist yet."""
         return self.metadata.ensure_internal_topic(
-            self.topic, self.cfg(self._partitions_config), self.cfg(self._replication_config)
+            self.topic,
+            self.cfg(self._partitions_config),
+            self.cfg(self._replication_config),
+            segment_bytes=self.cfg(self._segment_config),
         )
 
     def coordinator_for(self, key: str) -> int:

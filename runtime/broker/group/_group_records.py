@@ -25,6 +25,7 @@ from ..coordinator import record_format
 __all__ = [
     "GroupMetadataValue",
     "OffsetCommitValue",
+    "decode_group_value",
     "decode_key",
     "decode_offset_value",
     "group_key",
@@ -70,3 +71,7 @@ def decode_key(data: bytes) -> tuple[str, str, str, int] | None:
 
 def decode_offset_value(data: bytes) -> OffsetCommitValue:
     return record_format.decode_value(OffsetCommitValue, data)
+
+
+def decode_group_value(data: bytes) -> GroupMetadataValue:
+    return record_format.decode_value(GroupMetadataValue, data)

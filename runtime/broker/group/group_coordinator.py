@@ -27,11 +27,11 @@ from ..storage.partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_co
 from ..storage.replica_manager import ReplicaManager
 from ..types import OFFSETS_TOPIC
 from ._classic_protocol import ClassicProtocol
-from ._group_records import decode_key, decode_offset_value, group_key
+from ._group_records import decode_group_value, decode_key, decode_offset_value, group_key
 from ._offset_store import OffsetStore
 from .consumer_group import ConsumerGroup, StateRecords, decode_state_key
 from .consumer_group_manager import ConsumerGroupManager
-from .group_model import Group, GroupState, OffsetEntry
+from .group_model import Group, GroupState, Member, OffsetEntry
 
 __all__ = ["GroupCoordinator"]
 
@@ -57,6 +57,7 @@ class GroupCoordinator(ClassicProtocol):
             replica_manager,
             partitions_config="offsets.topic.num.partitions",
             replication_config="offsets.topic.replication.factor",
+            segment_config="offsets.topic.segment.bytes",
             write_timeout_ms=lambda: configs.broker_int("offsets.commit.timeout.ms", node_id),
             on_load=self._load,
             on_unload=self._unload,
@@ -132,8 +133,10 @@ class GroupCoordinator(ClassicProtocol):
                         states.pop(group_id, None)  # the id went to a classic group
                         if r.value is None:
                             self.groups.pop(group_id, None)
-                        elif group is None:
-                            self.groups[group_id] = Group(group_id, self._time_ms())
+                            continue
+                        if group is None:
+                            group = self.groups[group_id] = Group(group_id, self._time_ms())
+                        _restore(group, r.value)
                         continue
                     tp = TopicPartition(topic, tp_index)
                     if txn_pid is not None:
@@ -155,6 +158,12 @@ class GroupCoordinator(ClassicProtocol):
                         v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
                     )
         self.consumer.load(states)
+        # Members of the loaded groups keep their place, as on the previous coordinator:
+        # each must heartbeat within its session from now on.
+        for group in self.groups.values():
+            if self.log.partition_of(group.group_id) == index:
+                for m in group.members.values():
+                    self._schedule_heartbeat(group, m)
 
     def _unload(self, index: int) -> None:
         for group_id in [g for g in self.groups if self.log.partition_of(g) == index]:
@@ -259,3 +268,32 @@ class GroupCoordinator(ClassicProtocol):
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.shutdown()
         self._stop_purgatories()
+
+
+def _restore(group: Group, value: bytes) -> None:
+    """The group as its last metadata record left it: generation, protocol, leader and
+    members with their subscriptions and assignments; Stable with members, else Empty."""
+    v = decode_group_value(value)
+    group.protocol_type = v.protocol_type or None
+    group.generation_id = v.generation
+    group.protocol_name = v.protocol
+    group.leader_id = v.leader
+    group.members = {}
+    group.static_members = {}
+    for m in v.members:
+        group.members[m.member_id] = Member(
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            m.rebalance_timeout,
+            m.session_timeout,
+            v.protocol_type,
+            [(v.protocol, bytes(m.subscription))] if v.protocol is not None else [],
+            bytes(m.assignment),
+        )
+        if m.group_instance_id is not None:
+            group.static_members[m.group_instance_id] = m.member_id
+    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+    if v.current_state_timestamp >= 0:
+        group.state_timestamp = v.current_state_timestamp

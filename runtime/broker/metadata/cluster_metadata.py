@@ -44,10 +44,12 @@ from .client_quotas import ClientQuotas
 from .features import ELR_VERSION, FeatureUpdate, FinalizedFeatures
 from .reassignment import ReassignmentManager
 
-__all__ = ["ClusterMetadata", "validate_topic_name"]
+__all__ = ["MAX_PARTITIONS_PER_REQUEST", "ClusterMetadata", "validate_topic_name"]
 
 MIN_ISR = "min.insync.replicas"
-
+#: Kafka's controller refuses a CreateTopics or CreatePartitions request that would make
+#: more partitions than this in all, before making any (one request must not exhaust memory).
+MAX_PARTITIONS_PER_REQUEST = 10_000
 #: Producer ids are handed out in blocks, so that a saved image need change only per block.
 PRODUCER_ID_BLOCK = 1000
 _ANY_ACL = AclFilter(
@@ -121,7 +123,9 @@ class ClusterMetadata:
 
     # -- topics -----------------------------------------------------------------------
 
-    def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int) -> bool:
+    def ensure_internal_topic(
+        self, name: str, partitions: int, replication_factor: int, *, segment_bytes: int
+    ) -> bool:
         """Create a coordinator's compacted topic on first use, as Kafka does, with the
         replication factor capped by the live brokers; False if it cannot exist yet."""
         if self.topic(name) is not None:
@@ -134,7 +138,7 @@ class ClusterMetadata:
                 name,
                 partitions,
                 min(replication_factor, alive),
-                configs={"cleanup.policy": "compact"},
+                configs={"cleanup.policy": "compact", "segment.bytes": str(segment_bytes)},
                 internal=True,
             )
         except KafkaError:

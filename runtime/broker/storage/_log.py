@@ -5,6 +5,11 @@ Batches are stored exactly as they will be served (compressed ones stay compress
 records at which offset each leader epoch started, for OffsetForLeaderEpoch and for
 finding where a follower's log diverges.
 
+The batches are grouped in segments as Kafka's are: a new one starts when the next batch
+would take the active segment past ``segment.bytes``, or when that batch's timestamp lies
+``segment.ms`` after the first batch of the segment. The cleaner (`log_cleaner`) compacts
+whole segments below the active one and replaces them with one cleaned segment.
+
 With a log directory (``--log-dir``) a `LogStorage` mirrors every change on disk: appends,
 truncations and moves of the log start.
 """
@@ -12,12 +17,14 @@ truncations and moves of the log start.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kafkagen.runtime.records import NO_TIMESTAMP, RecordBatch, iter_batches
 
-__all__ = ["Log", "LogBatch", "LogStorage"]
+__all__ = ["Log", "LogBatch", "LogStorage", "Segment"]
 
 
 @dataclass(slots=True)
@@ -31,10 +38,33 @@ class LogBatch:
     leader_epoch: int
 
 
+@dataclass(slots=True)
+class Segment:
+    """A run of consecutive batches, from ``base_offset`` up to the next segment's base."""
+
+    base_offset: int
+    size: int = 0
+    #: Max timestamp of the segment's first batch (-1: none yet): segment.ms counts from it.
+    rolling_timestamp: int = -1
+    #: Largest batch max timestamp in the segment (min.compaction.lag.ms compares it).
+    largest_timestamp: int = NO_TIMESTAMP
+    created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    def add(self, batch: LogBatch) -> None:
+        if self.size == 0 and self.rolling_timestamp < 0:
+            self.rolling_timestamp = batch.max_timestamp
+        self.size += len(batch.data)
+        self.largest_timestamp = max(self.largest_timestamp, batch.max_timestamp)
+
+
 class LogStorage(Protocol):
     """Where a log's changes go besides memory (files under the log directory)."""
 
-    def append(self, batch: LogBatch) -> None: ...
+    def append(self, batch: LogBatch, new_segment: bool) -> None:
+        """Write ``batch``, first starting a new segment file if ``new_segment``."""
+
+    def replace_segments(self, first: int, end: int, batches: Sequence[LogBatch]) -> None:
+        """The segments whose base offsets lie in [first, end) become one, of ``batches``."""
 
     def truncate(self, base_offset: int) -> None:
         """The batches from the one at ``base_offset`` on are gone."""
@@ -56,6 +86,9 @@ class Log:
         "size_in_bytes",
         "epochs",
         "storage",
+        "segments",
+        "roll_limits",
+        "first_dirty_offset",
     )
 
     def __init__(self) -> None:
@@ -67,22 +100,57 @@ class Log:
         # (leader epoch, start offset), ascending in both.
         self.epochs: list[tuple[int, int]] = []
         self.storage: LogStorage | None = None
+        self.segments: list[Segment] = [Segment(0)]
+        #: (segment.bytes, segment.ms) of the topic now; None: one segment forever.
+        self.roll_limits: Callable[[], tuple[int, int]] | None = None
+        #: Where the cleaner's next pass starts: everything below was cleaned (Kafka's
+        #: cleaner checkpoint).
+        self.first_dirty_offset = 0
 
     # -- writing ----------------------------------------------------------------------
 
-    def append(self, batch: LogBatch) -> None:
-        if batch.base_offset != self.log_end_offset:
+    def append(self, batch: LogBatch, new_segment: bool | None = None) -> None:
+        """Add ``batch`` at the end; ``new_segment`` None lets the roll rules decide.
+
+        The batch may start above the log end: a compacted log copied from a leader has
+        gaps.
+        """
+        if batch.base_offset < self.log_end_offset:
             raise ValueError(
                 f"batch at {batch.base_offset} does not follow the log end {self.log_end_offset}"
             )
+        if new_segment is None:
+            new_segment = self._should_roll(batch)
+        elif not self.batches and self.segments[-1].size == 0:
+            new_segment = False  # a recovered log's first batch opens the empty segment
         if self.storage is not None:
-            self.storage.append(batch)
+            self.storage.append(batch, new_segment)
+        if new_segment:
+            self.segments.append(Segment(batch.base_offset))
+        elif not self.batches and self.segments[-1].size == 0:
+            self.segments[-1].base_offset = batch.base_offset
+        self.segments[-1].add(batch)
         self.batches.append(batch)
         self._bases.append(batch.base_offset)
         self.log_end_offset = batch.last_offset + 1
         self.size_in_bytes += len(batch.data)
         if not self.epochs or self.epochs[-1][0] < batch.leader_epoch:
             self.epochs.append((batch.leader_epoch, batch.base_offset))
+
+    def _should_roll(self, batch: LogBatch) -> bool:
+        """Kafka's rule: the active segment would outgrow segment.bytes, or (not empty) it
+        has waited segment.ms, counted between batch timestamps when they exist."""
+        active = self.segments[-1]
+        if self.roll_limits is None or active.size == 0:
+            return False
+        segment_bytes, segment_ms = self.roll_limits()
+        if active.size > segment_bytes - len(batch.data):
+            return True
+        if active.rolling_timestamp >= 0:
+            waited = batch.max_timestamp - active.rolling_timestamp
+        else:
+            waited = int(time.time() * 1000) - active.created_ms
+        return waited > segment_ms
 
     def append_replicated(self, data: bytes) -> int:
         """Append batches copied from a leader (offsets already set); return how many."""
@@ -106,6 +174,8 @@ class Log:
         del self._bases[i:]
         self.log_end_offset = self.batches[-1].last_offset + 1 if self.batches else offset
         self.log_end_offset = max(self.log_end_offset, self.log_start_offset)
+        self.first_dirty_offset = min(self.first_dirty_offset, self.log_end_offset)
+        self._resize_segments()
         # Epochs that started at or after the new end have no batches left.
         while self.epochs and self.epochs[-1][1] >= self.log_end_offset:
             self.epochs.pop()
@@ -125,7 +195,60 @@ class Log:
             n += 1
         del self.batches[:n]
         del self._bases[:n]
+        self.first_dirty_offset = max(self.first_dirty_offset, offset)
+        self._resize_segments()
         return n
+
+    def replace_segments(self, first: int, count: int, batches: list[LogBatch]) -> None:
+        """Put ``batches`` (a cleaned copy) in place of ``count`` segments from index
+        ``first``, as one segment with the first one's base offset."""
+        segs = self.segments
+        start = segs[first].base_offset
+        end = segs[first + count].base_offset if first + count < len(segs) else None
+        lo = bisect.bisect_left(self._bases, start)
+        hi = len(self._bases) if end is None else bisect.bisect_left(self._bases, end)
+        if self.storage is not None:
+            self.storage.replace_segments(start, -1 if end is None else end, batches)
+        self.size_in_bytes += sum(len(b.data) for b in batches) - sum(
+            len(b.data) for b in self.batches[lo:hi]
+        )
+        self.batches[lo:hi] = batches
+        self._bases[lo:hi] = [b.base_offset for b in batches]
+        cleaned = Segment(start, created_ms=segs[first].created_ms)
+        for b in batches:
+            cleaned.add(b)
+        segs[first : first + count] = [cleaned]
+
+    def _resize_segments(self) -> None:
+        """Recount segment sizes after batches went from either end; drop emptied
+        segments (the last one stays, to take appends)."""
+        if not self.batches:
+            self.segments = [Segment(self.log_end_offset)]
+            return
+        first_base = self.batches[0].base_offset
+        kept: list[Segment] = []
+        for seg in self.segments:
+            if seg.base_offset <= self.batches[-1].last_offset:
+                kept.append(seg)
+        while len(kept) > 1 and kept[1].base_offset <= first_base:
+            kept.pop(0)
+        j = 0
+        for k, seg in enumerate(kept):
+            end = kept[k + 1].base_offset if k + 1 < len(kept) else None
+            size = 0
+            while j < len(self.batches) and (end is None or self.batches[j].base_offset < end):
+                size += len(self.batches[j].data)
+                j += 1
+            seg.size = size
+        self.segments = kept
+
+    def segment_batches(self, index: int) -> list[LogBatch]:
+        """The batches of segment ``index``."""
+        segs = self.segments
+        lo = bisect.bisect_left(self._bases, segs[index].base_offset)
+        if index + 1 == len(segs):
+            return self.batches[lo:]
+        return self.batches[lo : bisect.bisect_left(self._bases, segs[index + 1].base_offset)]
 
     def flush(self) -> None:
         if self.storage is not None:

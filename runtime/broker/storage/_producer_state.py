@@ -48,6 +48,9 @@ class ProducerEntry:
     current_txn_first_offset: int = -1
     #: Broker clock (ms) of the last write, for expiry.
     last_update_ms: float = 0.0
+    #: Last offset of the producer's last data batch in this epoch (-1: none, e.g. its
+    #: last write was a marker that bumped the epoch); the cleaner keeps that batch.
+    last_data_offset: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -132,6 +135,7 @@ class ProducerStateManager:
         if batch.producer_epoch != entry.epoch:
             entry.epoch = batch.producer_epoch
             entry.batches.clear()
+        entry.last_data_offset = last_offset
         if batch.base_sequence >= 0:
             entry.batches.append(
                 BatchMetadata(
@@ -162,6 +166,7 @@ class ProducerStateManager:
             # epoch's sequences no longer count.
             entry.epoch = epoch
             entry.batches.clear()
+            entry.last_data_offset = -1
         entry.coordinator_epoch = coordinator_epoch
         entry.current_txn_first_offset = -1
         entry.last_update_ms = now_ms

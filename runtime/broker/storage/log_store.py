@@ -9,7 +9,15 @@ Layout of the directory:
   base offset of their first batch (``00000000000000000000.log``) holding the v2 batches
   exactly as the in-memory log keeps them, offsets assigned; ``partition.metadata`` names
   the topic id, so a stale directory of a deleted topic is never taken for a new one;
-- ``broker-<id>/checkpoints.json``: each replica's log start offset and high watermark.
+- ``broker-<id>/checkpoints.json``: each replica's log start offset, high watermark and
+  the cleaner's first dirty offset (where its next pass starts).
+
+Segment files follow the in-memory log's segments (rolled on ``segment.bytes`` and
+``segment.ms``). The cleaner replaces a run of segments with one cleaned file: it is written
+as ``<base>.cleaned``, fsynced, renamed to ``<base>.<end>.swap`` (the run it replaces is
+[base, end)), the old files are deleted and the swap file is renamed to ``<base>.log``. On
+start a ``.swap`` file completes its replacement and a ``.cleaned`` one is dropped, so a
+crash leaves either the old segments or the cleaned one, never half of each.
 
 Every append is written to its segment at once, so a killed process loses nothing the OS
 has; acks=-1 writes (those of the coordinators too) are also fsynced before they are
@@ -36,7 +44,7 @@ import re
 import shutil
 import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,6 +68,8 @@ LOCK_FILE = ".lock"
 CHECKPOINT_FILE = "checkpoints.json"
 PARTITION_METADATA = "partition.metadata"
 _SEGMENT = re.compile(r"(\d{20})\.log")
+_SWAP = re.compile(r"(\d{20})\.(\d{20}|-1)\.swap")
+_CLEANED = re.compile(r"\d{20}\.cleaned")
 _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
 _PREFIX = struct.Struct(">qi")  # base offset, batch length
 _LAST_DELTA = struct.Struct(">i")
@@ -79,15 +89,20 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def _write_synced(path: Path, data: bytes) -> None:
+    """Write ``path`` anew with ``data`` and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content."""
+    tmp = path.with_name(path.name + ".tmp")
+    _write_synced(tmp, data)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 
@@ -124,13 +139,11 @@ class PartitionFiles:
         tp: TopicPartition,
         directory: Path,
         topic_id: uuid.UUID,
-        segment_bytes: Callable[[], int],
         on_start_moved: Callable[[], None],
     ) -> None:
         self.tp = tp
         self.directory = directory
         self.topic_id = topic_id
-        self._segment_bytes = segment_bytes
         self._on_start_moved = on_start_moved
         self.segments: list[_Segment] = []
         self._fd: int | None = None
@@ -139,11 +152,12 @@ class PartitionFiles:
 
     # -- start ------------------------------------------------------------------------
 
-    def recover(self) -> list[bytes]:
+    def recover(self) -> list[tuple[bytes, bool]]:
         """Read every segment back; cut the first bad batch and all after it.
 
-        Returns the good batches in order. A directory of another topic id (a deleted
-        topic's) is emptied first.
+        Returns the good batches in order, each with whether it starts a segment. A
+        directory of another topic id (a deleted topic's) is emptied first; a cleaning cut
+        short is finished or dropped first.
         """
         if not self.directory.is_dir():
             return []
@@ -158,8 +172,9 @@ class PartitionFiles:
             )
             shutil.rmtree(self.directory)
             return []
+        self._finish_replacements()
         names = sorted(p.name for p in self.directory.iterdir() if _SEGMENT.fullmatch(p.name))
-        out: list[bytes] = []
+        out: list[tuple[bytes, bool]] = []
         next_offset = -1
         for i, name in enumerate(names):
             path = self.directory / name
@@ -175,7 +190,7 @@ class PartitionFiles:
                 size = length + 12
                 base = _PREFIX.unpack_from(data, pos)[0]
                 last = base + _LAST_DELTA.unpack_from(data, pos + _LAST_DELTA_AT)[0]
-                out.append(data[pos : pos + size])
+                out.append((data[pos : pos + size], not seg.bases))
                 seg.bases.append(base)
                 seg.positions.append(pos)
                 seg.last_offset = last
@@ -211,11 +226,36 @@ class PartitionFiles:
                 break
         return out
 
+    def _finish_replacements(self) -> None:
+        """Complete a cleaner's swap that was renamed into place; drop unfinished output."""
+        for p in sorted(self.directory.iterdir()):
+            if _CLEANED.fullmatch(p.name):
+                _log.warning("%s: dropped %s, a cleaning cut short", self.tp, p.name)
+                p.unlink()
+                continue
+            m = _SWAP.fullmatch(p.name)
+            if m is None:
+                continue
+            first, end = int(m.group(1)), int(m.group(2))
+            for old in self.directory.iterdir():
+                o = _SEGMENT.fullmatch(old.name)
+                if (
+                    o is not None
+                    and first <= int(o.group(1))
+                    and (end < 0 or int(o.group(1)) < end)
+                ):
+                    old.unlink()
+            os.replace(p, self.directory / _segment_name(first))
+            _fsync_dir(self.directory)
+            _log.info(
+                "%s: finished replacing segments [%d, %d) with a cleaned one", self.tp, first, end
+            )
+
     # -- LogStorage -------------------------------------------------------------------
 
-    def append(self, batch: LogBatch) -> None:
+    def append(self, batch: LogBatch, new_segment: bool) -> None:
         seg = self.segments[-1] if self.segments else None
-        if seg is None or (seg.size and seg.size + len(batch.data) > self._segment_bytes()):
+        if seg is None or (new_segment and seg.size):
             seg = self._roll(batch.base_offset)
         fd = self._fd
         if fd is None:
@@ -260,6 +300,42 @@ class PartitionFiles:
                 # The new last batch ends before the first dropped one.
                 seg.last_offset = base_offset - 1
             break
+
+    def replace_segments(self, first: int, end: int, batches: Sequence[LogBatch]) -> None:
+        """Swap the files holding offsets [first, end) (end -1: to the last segment) for
+        one file of ``batches``, crash-safely (see the module's notes)."""
+        old = [
+            i
+            for i, seg in enumerate(self.segments)
+            if (end < 0 or seg.bases and seg.bases[0] < end)
+            and (i + 1 == len(self.segments) or self.segments[i + 1].bases[0] > first)
+        ]
+        if not old:
+            return
+        if old[-1] == len(self.segments) - 1:
+            self._close_fd()
+        name = _segment_name(first)
+        cleaned = self.directory / (name[:-4] + ".cleaned")
+        data = b"".join(b.data for b in batches)
+        _write_synced(cleaned, data)
+        swap = self.directory / f"{first:020d}.{end if end < 0 else f'{end:020d}'}.swap"
+        os.replace(cleaned, swap)
+        _fsync_dir(self.directory)
+        for i in old:
+            self.segments[i].path.unlink(missing_ok=True)
+        if data:
+            os.replace(swap, self.directory / name)
+        else:
+            swap.unlink()  # everything in those segments went: no file left for them
+        _fsync_dir(self.directory)
+        seg = _Segment(self.directory / name, len(data))
+        pos = 0
+        for b in batches:
+            seg.bases.append(b.base_offset)
+            seg.positions.append(pos)
+            pos += len(b.data)
+            seg.last_offset = b.last_offset
+        self.segments[old[0] : old[-1] + 1] = [seg] if seg.bases else []
 
     def advance_start(self, offset: int) -> None:
         self.log_start_offset = offset
@@ -322,7 +398,8 @@ def _check_batch(data: bytes, pos: int, next_offset: int) -> str:
         return "CRC mismatch"
     if batch.last_offset < base:
         return f"last offset delta {batch.last_offset - base} is negative"
-    if next_offset >= 0 and base != next_offset:
+    # Above the previous batch's end is fine: compaction leaves gaps.
+    if next_offset >= 0 and base < next_offset:
         return f"base offset {base} does not follow {next_offset - 1}"
     return ""
 
@@ -357,13 +434,13 @@ class BrokerStorage:
         self.files: dict[TopicPartition, PartitionFiles] = {}
         #: Replicas whose high watermark the checkpoint file reports (set by the broker).
         self.partitions: Callable[[], dict[TopicPartition, Partition]] = dict
-        self._checkpoints: dict[str, tuple[int, int]] = {}
+        self._checkpoints: dict[str, tuple[int, ...]] = {}
         self._checkpoint_pending = False
         path = self.path / CHECKPOINT_FILE
         if path.exists():
             try:
                 raw = json.loads(path.read_text())
-                self._checkpoints = {str(k): (int(v[0]), int(v[1])) for k, v in raw.items()}
+                self._checkpoints = {str(k): tuple(int(n) for n in v) for k, v in raw.items()}
             except (ValueError, TypeError, IndexError, AttributeError) as e:
                 raise LogDirError(f"{path}: unreadable checkpoints ({e})") from None
 
@@ -376,22 +453,23 @@ class BrokerStorage:
             tp,
             self.path / f"{topic}-{tp.partition}",
             partition.topic_id,
-            lambda: int(str(self.metadata.configs.topic_raw(topic, "segment.bytes")[0])),
             self.checkpoint_soon,
         )
         log = partition.log
         batches = files.recover()
+        first_base = 0
         if batches:
-            # Segments below the log start may be gone: the log begins at the first batch.
-            log.log_start_offset = log.log_end_offset = _PREFIX.unpack_from(batches[0])[0]
-        for data in batches:
+            # Segments below the log start may be gone: the log begins at the first
+            # segment's base (its first batches may have been compacted away).
+            first_base = int(files.segments[0].path.name[:20])
+            log.log_start_offset = log.log_end_offset = first_base
+        for data, starts_segment in batches:
             b = RecordBatch(memoryview(data))
-            log.append(log_batch(b, data))
+            log.append(log_batch(b, data), starts_segment)
             partition.track_producer_state(b, clock_ms)
-        start, hw = self._checkpoints.get(repr(tp), (0, 0))
+        start, hw, *dirty = self._checkpoints.get(repr(tp), (0, 0))
         if log.batches:
-            if log.batches[0].base_offset > start:
-                start = log.batches[0].base_offset
+            start = max(start, first_base)
             if start > log.log_start_offset:
                 log.advance_start(start)
         elif start > 0:
@@ -399,6 +477,7 @@ class BrokerStorage:
             log.log_start_offset = log.log_end_offset = start
         files.log_start_offset = log.log_start_offset
         partition.high_watermark = max(min(hw, log.log_end_offset), log.log_start_offset)
+        log.first_dirty_offset = max(dirty[0] if dirty else 0, log.log_start_offset)
         partition.producers.trim_aborted(log.log_start_offset)
         log.storage = files
         self.files[tp] = files
@@ -440,11 +519,11 @@ class BrokerStorage:
         self._checkpoint_pending = False
         parts = self.partitions()
         data = {
-            repr(tp): [p.log.log_start_offset, p.high_watermark]
+            repr(tp): [p.log.log_start_offset, p.high_watermark, p.log.first_dirty_offset]
             for tp, p in parts.items()
             if tp in self.files
         }
-        self._checkpoints = {k: (v[0], v[1]) for k, v in data.items()}
+        self._checkpoints = {k: tuple(v) for k, v in data.items()}
         write_atomically(self.path / CHECKPOINT_FILE, json.dumps(data, indent=0).encode())
 
     def close(self) -> None:

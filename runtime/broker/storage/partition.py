@@ -191,6 +191,7 @@ class Partition:
             from_client=from_client,
             max_message_size=config.max_message_bytes,
             compacted=config.compacted,
+            topic_partition=str(self.tp),
             timestamp_type=ts_type,
             now_ms=now_ms,
             timestamp_before_max_ms=config.timestamp_before_max_ms,

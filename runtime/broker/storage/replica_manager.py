@@ -33,6 +33,7 @@ from kafkagen.runtime.errors import (
     KafkaStorageError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
+    PolicyViolationError,
     RecordSetError,
     RequestTimedOutError,
     UnknownTopicOrPartitionError,
@@ -44,6 +45,7 @@ from kafkagen.runtime.topic_partition import TopicPartition
 from ..config.store import ConfigStore
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo
+from . import log_cleaner
 from .partition import Partition
 
 if TYPE_CHECKING:
@@ -310,6 +312,7 @@ class ReplicaManager:
                 topic = self.metadata.topic(info.topic)
                 assert topic is not None
                 partition = self.partitions[tp] = Partition(tp, topic.topic_id, self.broker_id)
+                partition.log.roll_limits = self._roll_limits(tp.topic)
                 if self.storage is not None:
                     self.storage.open(partition, self.now())
             was_leader = partition.is_leader
@@ -319,6 +322,13 @@ class ReplicaManager:
                     listener(partition, partition.is_leader)
             # Waiting requests may now have an answer (e.g. NOT_LEADER_OR_FOLLOWER).
             self._on_progress(tp)
+
+    def _roll_limits(self, topic: str) -> Callable[[], tuple[int, int]]:
+        def limits() -> tuple[int, int]:
+            cfg = self.configs.topic_config(topic)
+            return cfg.segment_bytes, cfg.segment_ms
+
+        return limits
 
     def remove_topic(self, topic: TopicInfo) -> None:
         for p in topic.partitions:
@@ -606,9 +616,9 @@ class ReplicaManager:
     def enforce_retention(self) -> int:
         """Trim leaders' logs by retention.ms and retention.bytes; return batches dropped.
 
-        Only whole batches go, never at or above the high watermark, and never on compacted
-        topics (compaction is not implemented, so they keep everything). Followers move
-        their log start when the leader's answers tell them. Idle producers expire too.
+        Only whole batches go, never at or above the high watermark, and only where
+        cleanup.policy has delete (``compact,delete`` too). Followers move their log start
+        when the leader's answers tell them. Idle producers expire too.
         """
         now = self.time_ms()
         dropped = 0
@@ -619,7 +629,7 @@ class ReplicaManager:
             if not p.is_leader:
                 continue
             cfg = self.configs.topic_config(tp.topic)
-            if cfg.compacted:
+            if not cfg.deletes:
                 continue
             log = p.log
             start = log.log_start_offset
@@ -641,6 +651,39 @@ class ReplicaManager:
                 self._on_progress(tp)
         return dropped
 
+    def clean_logs(self, force: bool = False) -> int:
+        """One pass of this broker's log cleaner over every compacted replica, leader or
+        follower, that is due (``force``: that has anything cleanable); return how many
+        were cleaned. Kafka's cleaner runs the same way on every broker."""
+        now = self.time_ms()
+        cleaned = 0
+        for tp, p in list(self.partitions.items()):
+            cfg = self.configs.topic_config(tp.topic)
+            if not cfg.compacted:
+                continue
+            try:
+                if log_cleaner.clean(p, self._cleaner_config(tp.topic), now, force):
+                    cleaned += 1
+                    self._on_progress(tp)
+            except OSError as e:
+                # The old segments stay in place; the next pass tries again.
+                _log.error("%s: cleaning failed: %s", tp, e)
+        if cleaned and self.storage is not None:
+            self.storage.checkpoint_soon()
+        return cleaned
+
+    def _cleaner_config(self, topic: str) -> log_cleaner.CleanerConfig:
+        def value(name: str) -> Any:
+            return self.configs.topic_value(topic, name)
+
+        return log_cleaner.CleanerConfig(
+            delete_retention_ms=value("delete.retention.ms"),
+            min_compaction_lag_ms=value("min.compaction.lag.ms"),
+            max_compaction_lag_ms=value("max.compaction.lag.ms"),
+            min_cleanable_dirty_ratio=value("min.cleanable.dirty.ratio"),
+            segment_bytes=value("segment.bytes"),
+        )
+
     def delete_records(self, tp: TopicPartition, offset: int) -> int:
         """Move the log start up to ``offset`` (-1: the high watermark); return the new start.
 
@@ -648,6 +691,11 @@ class ReplicaManager:
         starts); followers follow with their next fetch.
         """
         partition = self.leader_partition(tp)
+        if not self.configs.topic_config(tp.topic).deletes:
+            # As Kafka: a compact-only topic keeps its history for the cleaner to decide.
+            raise PolicyViolationError(
+                f"Records of partition {tp} can not be deleted due to the configured policy"
+            )
         if offset == -1:
             offset = partition.high_watermark
         if not 0 <= offset <= partition.high_watermark:

@@ -153,6 +153,7 @@ class TransactionCoordinator:
             replica_manager,
             partitions_config="transaction.state.log.num.partitions",
             replication_config="transaction.state.log.replication.factor",
+            segment_config="transaction.state.log.segment.bytes",
             write_timeout_ms=lambda: _WRITE_TIMEOUT_MS,
             on_load=self._load,
             on_unload=self._unload,

@@ -1,0 +1,85 @@
+"""Short fault campaigns with real clients (librdkafka), on kafkagen and on Apache Kafka,
+checked by the history checker. The long ones are a documented command (docs/chaos.md)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from broker_helpers import BrokerProcess
+from kafkagen.chaos.campaign import Campaign, ControlFaults, ProcessFaults
+from kafkagen.chaos.checker import Report, check
+
+pytestmark = pytest.mark.slow
+
+SEED = 20261128
+
+
+def _assert_valid_and_busy(campaign: Campaign, report: Report) -> None:
+    assert campaign.errors == []
+    assert report.valid, report.render()
+    stats = report.stats
+    assert stats["acknowledged writes"] > 5_000, report.render()
+    assert stats["txn ok"] > 20 and stats["txn fail"] > 0
+    assert stats["poll ok"] > 50 and stats["commit ok"] > 0
+    assert stats["final ok"] == 2
+    assert len(campaign.faults_done) >= 3
+
+
+def test_a_campaign_on_kafkagen_loses_nothing() -> None:
+    with BrokerProcess("group.initial.rebalance.delay.ms=0", brokers=3, control=True) as b:
+        campaign = Campaign(b.bootstrap, duration=40, seed=SEED)
+        campaign.faults = ControlFaults(b.control_url, range(3), campaign.topics)
+        history = campaign.run()
+    _assert_valid_and_busy(campaign, check(history))
+    kinds = {f.split(" ")[0] for f in campaign.faults_done}
+    assert kinds & {"stop", "pause", "delay", "move"}
+
+
+def test_the_same_campaign_on_kafka() -> None:
+    from kafkagen.reference import KafkaReference
+
+    with KafkaReference(nodes=3) as kafka:
+        campaign = Campaign(kafka.bootstrap, duration=40, seed=SEED)
+        campaign.faults = ProcessFaults(kafka.pids, kafka.restart)
+        history = campaign.run()
+    _assert_valid_and_busy(campaign, check(history))
+
+
+def test_the_command_with_random_requests_beside_the_clients(tmp_path: Path) -> None:
+    out = tmp_path / "history.jsonl"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkagen",
+            "chaos",
+            "--duration",
+            "20",
+            "--no-faults",
+            "--requests",
+            "3000",
+            "--history",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "campaign: kafkagen serve --brokers 3" in run.stdout
+    assert "valid: no anomalies" in run.stdout
+    outcomes = dict(
+        re.findall(r"^    (answered|closed|silent|hang|bad answer) +([\d,]+)$", run.stdout, re.M)
+    )
+    assert int(outcomes["answered"].replace(",", "")) > 100
+    assert int(outcomes["closed"].replace(",", "")) > 0  # corrupted frames end connections
+    assert outcomes["hang"] == "0" and outcomes["bad answer"] == "0"
+    assert re.search(r"broker process: resident memory \d+ MiB before", run.stdout)
+    check_again = subprocess.run(
+        [sys.executable, "-m", "kafkagen.chaos.checker", str(out)], capture_output=True, text=True
+    )
+    assert check_again.returncode == 0
