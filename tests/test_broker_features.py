@@ -359,20 +359,22 @@ def kafka_tool(bootstrap: str, tool: str, args: list[str]) -> str:
 
 
 def _topics_after_losing_node_2(bootstrap: str, lose: Callable[[], None]) -> list[str]:
-    """Two topics on nodes 0, 1, 2 (min.insync.replicas 3 and 2), node 2 lost, and what
-    ``kafka-topics --describe`` prints of them then."""
-    for name, min_isr in (("elr3", "3"), ("elr2", "2")):
+    """Three topics on nodes 0, 1, 2 (min.insync.replicas 3, 2 and the cluster's), node 2
+    lost, and what ``kafka-topics --describe`` prints of them then."""
+    for name, configs in (
+        ("elr3", ["--config", "min.insync.replicas=3"]),
+        ("elr2", ["--config", "min.insync.replicas=2"]),
+        ("elr-default", []),
+    ):
         create = ["--create", "--topic", name, "--replica-assignment", "0:1:2"]
-        out = kafka_tool(
-            bootstrap, "TopicCommand", [*create, "--config", f"min.insync.replicas={min_isr}"]
-        )
+        out = kafka_tool(bootstrap, "TopicCommand", create + configs)
         assert out.startswith("exit 0"), out
     lose()
     deadline = time.monotonic() + 60
     while True:
         described = [
             kafka_tool(bootstrap, "TopicCommand", ["--describe", "--topic", name])
-            for name in ("elr3", "elr2")
+            for name in ("elr3", "elr2", "elr-default")
         ]
         if all("Isr: 0,1\t" in d for d in described) or time.monotonic() > deadline:
             return described
@@ -398,6 +400,8 @@ def test_kafka_topics_shows_the_elr_kafka_shows_after_a_replica_stops() -> None:
     assert ours == theirs
     assert "Isr: 0,1\tElr: 2\tLastKnownElr: " in ours[0]
     assert "Isr: 0,1\tElr: \tLastKnownElr: " in ours[1]
+    # No topic config: the cluster-wide min.insync.replicas that ELR pins, as on Kafka.
+    assert "Configs: min.insync.replicas=1\n" in ours[2]
 
 
 # -- client metrics resources (KIP-714) -------------------------------------------------------
