@@ -75,9 +75,7 @@ def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> None
         error = (
             TopicAuthorizationFailedError
             if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
-            else UnknownTopicOrPartitionError
-            if info is None
-            else None
+            else UnknownTopicOrPartitionError if info is None else None
         )
         if error is not None:
             if not fetch_all:

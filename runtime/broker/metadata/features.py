@@ -138,21 +138,21 @@ class FinalizedFeatures:
         """Apply ``updates`` together, or raise the first refusal as Kafka words it (and
         change nothing); ``validate_only`` checks only. ``epoch`` becomes the features'."""
         proposed = dict(self.levels)
+        error = None
         for u in updates:
-            error = self._refusal(u, proposed)
-            if error is not None:
-                raise InvalidUpdateVersionError(
-                    "The update failed for all features since the following feature had an "
-                    f"error: Invalid update version {u.level} for feature {u.feature}. {error}"
-                )
+            refusal = self._refusal(u, proposed)
+            if refusal is not None:
+                error = f"Invalid update version {u.level} for feature {u.feature}. {refusal}"
+                break
             proposed[u.feature] = u.level
-        for u in updates:
-            error = self._dependency_refusal(u, proposed)
-            if error is not None:
-                raise InvalidUpdateVersionError(
-                    "The update failed for all features since the following feature had an "
-                    f"error: {error}"
-                )
+        else:
+            refusals = (self._dependency_refusal(u, proposed) for u in updates)
+            error = next((r for r in refusals if r is not None), None)
+        if error is not None:
+            raise InvalidUpdateVersionError(
+                "The update failed for all features since the following feature had an "
+                f"error: {error}"
+            )
         if not validate_only and updates:
             self.levels = proposed
             self.epoch = epoch
