@@ -81,6 +81,8 @@ class ConfigDef:
     #: Broker configs that cannot change while the broker runs.
     read_only: bool = False
     sensitive: bool = False
+    #: Broker configs Kafka knows only as dynamic ones (no default among their synonyms).
+    dynamic_only: bool = False
     choices: tuple[str, ...] = ()
     minimum: int | None = None
     #: A further check of the raw value; raises ValueError saying what is wrong.
@@ -687,6 +689,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         str(INT64_MAX),
         "Bytes per second this broker sends, as leader, of throttled replicas to followers "
         "outside the ISR (see leader.replication.throttled.replicas).",
+        dynamic_only=True,
         minimum=0,
     ),
     ConfigDef(
@@ -695,6 +698,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         str(INT64_MAX),
         "Bytes per second this broker copies, as follower, of throttled replicas while "
         "outside the ISR (see follower.replication.throttled.replicas).",
+        dynamic_only=True,
         minimum=0,
     ),
     ConfigDef(
@@ -703,6 +707,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         str(INT64_MAX),
         "Bytes per second of moves between a broker's log directories (stored only: a "
         "broker here has one log directory).",
+        dynamic_only=True,
         minimum=0,
     ),
     ConfigDef(

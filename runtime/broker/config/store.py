@@ -233,7 +233,8 @@ class ConfigStore:
             for layer, layer_source in self._broker_layers(broker_id):
                 if name in layer:
                     synonyms.append((name, layer[name], layer_source))
-            synonyms.append((name, d.default, ConfigSource.DEFAULT_CONFIG))
+            if not d.dynamic_only:
+                synonyms.append((name, d.default, ConfigSource.DEFAULT_CONFIG))
             out.append(
                 ConfigEntry(
                     name,
