@@ -467,7 +467,9 @@ RATE = 1_000_000
 FETCH_BYTES = 1024 * 1024
 
 
-def _set_configs(w: WireClient, resource_type: int, name: str, **configs: str) -> None:
+def _try_set_configs(
+    w: WireClient, resource_type: int, name: str, **configs: str
+) -> tuple[int, str | None]:
     """IncrementalAlterConfigs SET of ``configs`` (underscores stand for dots)."""
     ops = [
         IncReq.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
@@ -477,7 +479,12 @@ def _set_configs(w: WireClient, resource_type: int, name: str, **configs: str) -
         resource_type=resource_type, resource_name=name, configs=ops
     )
     (r,) = w.call(INCREMENTAL_ALTER_CONFIGS, 1, IncReq(resources=[resource])).responses
-    assert r.error_code == 0, r.error_message
+    return r.error_code, r.error_message
+
+
+def _set_configs(w: WireClient, resource_type: int, name: str, **configs: str) -> None:
+    code, message = _try_set_configs(w, resource_type, name, **configs)
+    assert code == 0, message
 
 
 def _fill(c: BackgroundCluster, topic: str, size: int) -> None:
@@ -542,3 +549,24 @@ def test_a_throttled_move_takes_its_bytes_over_the_rate_and_others_go_at_full_sp
     assert throttled_s >= 0.9 * (size - FETCH_BYTES) / RATE, (throttled_s, expected_s)
     assert free_s < expected_s / 5, (free_s, expected_s)
     assert _log_bytes(five, 1, TopicPartition("throttled", 0)) == size
+
+
+def test_throttled_replicas_take_partition_broker_pairs_or_a_star(five: BackgroundCluster) -> None:
+    md = _cl(five).metadata
+    five.call(lambda: md.create_topic("pairs", assignments={0: [0], 1: [1]}))
+    with WireClient(five.bootstrap) as w:
+        for good in ("0:0,1:1", " 0 : 3 , 1:4", "*", ""):
+            assert _try_set_configs(
+                w, TOPIC_RESOURCE, "pairs", leader_replication_throttled_replicas=good
+            ) == (0, None)
+        for bad in ("0", "0:x", "*,0:1", "a:1", "0:1:2"):
+            code, message = _try_set_configs(
+                w, TOPIC_RESOURCE, "pairs", follower_replication_throttled_replicas=bad
+            )
+            assert code == ErrorCode.INVALID_CONFIG, bad
+            assert message is not None and "follower.replication.throttled.replicas" in message
+        code, message = _try_set_configs(
+            w, BROKER_RESOURCE, "1", leader_replication_throttled_rate="-5"
+        )
+        assert code == ErrorCode.INVALID_CONFIG
+        assert message is not None and "leader.replication.throttled.rate" in message
