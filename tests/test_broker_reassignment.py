@@ -117,20 +117,26 @@ def _listed(r: Any) -> dict[tuple[str, int], tuple[list[int], list[int], list[in
     }
 
 
-def _produce(c: BackgroundCluster, topic: str, start: int, n: int) -> None:
-    """acks=all produce of ``n`` records through the current leader's listener."""
-    leader = _info(c, topic).leader
-    data = build_batch([Record(-1, 1000 + i, b"k", b"v%d" % (start + i)) for i in range(n)])
-    req = ProduceRequest(
+def _produce_request(topic: str, batch: bytes) -> ProduceRequest:
+    """acks=all produce of ``batch`` to partition 0 of ``topic``."""
+    return ProduceRequest(
         transactional_id=None,
         acks=-1,
         timeout_ms=10_000,
         topic_data=[
             ProduceRequest.TopicProduceData(
                 name=topic,
-                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=data)],
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)],
             )
         ],
+    )
+
+
+def _produce(c: BackgroundCluster, topic: str, start: int, n: int) -> None:
+    """acks=all produce of ``n`` records through the current leader's listener."""
+    leader = _info(c, topic).leader
+    req = _produce_request(
+        topic, build_batch([Record(-1, 1000 + i, b"k", b"v%d" % (start + i)) for i in range(n)])
     )
     for _ in range(50):
         with WireClient(_address(c, leader)) as w:
@@ -489,17 +495,8 @@ def _set_configs(w: WireClient, resource_type: int, name: str, **configs: str) -
 
 def _fill(c: BackgroundCluster, topic: str, size: int) -> None:
     """acks=all produce of ``size`` bytes of values in 100 kB batches to partition 0."""
-    batch = build_batch([Record(-1, 1000, b"k", bytes(1000)) for _ in range(100)])
-    req = ProduceRequest(
-        transactional_id=None,
-        acks=-1,
-        timeout_ms=10_000,
-        topic_data=[
-            ProduceRequest.TopicProduceData(
-                name=topic,
-                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)],
-            )
-        ],
+    req = _produce_request(
+        topic, build_batch([Record(-1, 1000, b"k", bytes(1000)) for _ in range(100)])
     )
     with WireClient(_address(c, _info(c, topic).leader)) as w:
         for _ in range(size // 100_000):

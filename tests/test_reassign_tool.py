@@ -187,7 +187,8 @@ def script(tools: Tools) -> None:
 
     rates = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
     tools.configs("set cluster throttle", "--alter", "--entity-type", "brokers",
-                  "--entity-default", "--add-config", f"{rates[0]}=1000,{rates[1]}=2000")  # fmt: skip
+                  "--entity-default",
+                  "--add-config", f"{rates[0]}=1000,{rates[1]}=2000")  # fmt: skip
     tools.configs("cluster throttle", "--describe", "--entity-type", "brokers",
                   "--entity-default")  # fmt: skip
     tools.configs("delete cluster throttle", "--alter", "--entity-type", "brokers",
