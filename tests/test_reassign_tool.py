@@ -80,8 +80,8 @@ class Tools:
         )
         lines = (done.stdout + done.stderr).splitlines()
         text = "\n".join(line for line in lines if not line.startswith("SLF4J"))
-        text = _ELR_DEFAULT.sub("", _LOG_DIRS.sub('"log_dirs":[..]', text)).rstrip()
-        self.transcript.append((step, done.returncode, text))
+        seen = _ELR_DEFAULT.sub("", _LOG_DIRS.sub('"log_dirs":[..]', text)).rstrip()
+        self.transcript.append((step, done.returncode, seen))
         return text
 
     def reassign(self, step: str, *args: str) -> str:
