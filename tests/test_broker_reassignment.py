@@ -26,6 +26,8 @@ from kafkagen.generated.list_partition_reassignments import (
 from kafkagen.generated.metadata import MetadataRequest
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster, Cluster
+from kafkagen.runtime.broker.config.store import ConfigStore
+from kafkagen.runtime.broker.storage.replication_quota import ReplicationQuota
 from kafkagen.runtime.broker.types import PartitionInfo
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_records
@@ -567,3 +569,27 @@ def test_throttled_replicas_take_partition_broker_pairs_or_a_star(five: Backgrou
         )
         assert code == ErrorCode.INVALID_CONFIG
         assert message is not None and "leader.replication.throttled.rate" in message
+
+
+def test_the_quota_measures_bytes_over_its_samples_and_names_its_replicas() -> None:
+    configs = ConfigStore({"replication.quota.window.num": "3"})
+    configs.set_topic_configs("t", {"follower.replication.throttled.replicas": "0:1,2:1"})
+    configs.set_dynamic_broker(1, {"follower.replication.throttled.rate": "1000"})
+    quota = ReplicationQuota(configs, 1, "follower")
+    assert [quota.throttles(TopicPartition("t", i)) for i in range(3)] == [True, False, True]
+    assert not ReplicationQuota(configs, 2, "follower").throttles(TopicPartition("t", 0))
+    assert not quota.throttles(TopicPartition("other", 0))
+    assert not ReplicationQuota(configs, 1, "leader").throttles(TopicPartition("t", 0))
+    quota.record(1500, 0)
+    # Less than one sample has passed: the bytes count over a whole sample (1 s).
+    assert quota.rate(500) == 1500 and quota.exceeded(500)
+    quota.record(500, 1200)
+    assert quota.rate(2000) == 1000 and not quota.exceeded(2000)
+    # Three samples of 1 s are kept: the first goes at 3 s, the second at 4.2 s.
+    assert quota.rate(3100) == pytest.approx(500 / 1.9)
+    assert quota.rate(4200) == 0
+    configs.set_topic_configs("t", {"follower.replication.throttled.replicas": "*"})
+    assert quota.throttles(TopicPartition("t", 1))
+    configs.set_dynamic_broker(1, {})
+    quota.record(10**9, 5000)
+    assert not quota.exceeded(5000)  # no bound set: never over
