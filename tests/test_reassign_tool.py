@@ -32,7 +32,7 @@ REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 #: Bytes per partition: several of Kafka's 1 MiB follower fetches, so a move throttled to a
 #: few kB/s lasts through more than one quota window of 11 s.
-DATA_BYTES = 3 * 1024 * 1024
+DATA_BYTES = 4 * 1024 * 1024
 RECORD_BYTES = 1000
 #: The JSON's log directories differ between the clusters.
 _LOG_DIRS = re.compile(r'"log_dirs":\[[^\]]*\]')
