@@ -30,9 +30,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 KAFKA = "4.4.0"
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 CONFIGS = "org.apache.kafka.tools.ConfigCommand"
-#: Bytes per partition: several of Kafka's 1 MiB follower fetches, so a move throttled to a
-#: few kB/s lasts through more than one quota window of 11 s.
-DATA_BYTES = 4 * 1024 * 1024
+#: Bytes per partition: six of Kafka's 1 MiB follower fetches. Throttled to a few kB/s, a
+#: follower takes one such fetch per partition each time the quota's 11 s of samples
+#: empty, so the move lasts about a minute.
+DATA_BYTES = 6 * 1024 * 1024
 RECORD_BYTES = 1000
 #: The JSON's log directories differ between the clusters.
 _LOG_DIRS = re.compile(r'"log_dirs":\[[^\]]*\]')
@@ -154,16 +155,15 @@ def script(tools: Tools) -> None:
     move = tools.plan("move", {(a, 0): [1, 2], (a, 1): [2]})
     tools.reassign("execute throttled", "--execute", "--reassignment-json-file", move,
                    "--throttle", "5000")  # fmt: skip
+    # Few tool runs until --additional: each starts a JVM, and the move must outlast them.
     tools.reassign("list while copying", "--list")
     tools.reassign("verify while copying", "--verify", "--reassignment-json-file", move)
-    tools.configs("broker throttle", "--describe", "--entity-type", "brokers",
-                  "--entity-name", "2")  # fmt: skip
-    tools.configs("topic throttle", "--describe", "--entity-type", "topics", "--entity-name", a)
     tools.reassign("execute again", "--execute", "--reassignment-json-file", move)
     tools.reassign("additional", "--execute", "--additional", "--reassignment-json-file", move,
                    "--throttle", "100000000")  # fmt: skip
-    tools.configs("raised throttle", "--describe", "--entity-type", "brokers",
+    tools.configs("broker throttle", "--describe", "--entity-type", "brokers",
                   "--entity-name", "2")  # fmt: skip
+    tools.configs("topic throttle", "--describe", "--entity-type", "topics", "--entity-name", a)
     tools.wait_replicas(a, {0: [1, 2], 1: [2]})
     tools.reassign("verify done", "--verify", "--reassignment-json-file", move)
     tools.configs("broker throttle cleared", "--describe", "--entity-type", "brokers",
@@ -223,7 +223,9 @@ def test_kafka_reassign_partitions_prints_what_it_prints_on_kafka(
     printed = {step: text for step, _, text in ours.transcript}
     assert "is still in progress" in printed["verify while copying"]
     assert "Clearing broker-level throttles on brokers 0,1,2" in printed["verify done"]
-    assert "leader.replication.throttled.rate=5000" in printed["broker throttle"]
+    assert "leader.replication.throttled.rate=100000000" in printed["broker throttle"]
+    followers = re.search(r"follower\.[a-z.]+\.replicas=(\S+)", printed["topic throttle"])
+    assert followers is not None and set(followers[1].split(",")) == {"0:1", "0:2", "1:2"}
     assert "replicas: 1,2,0. adding: 1,2. removing: 0." in printed["list while copying"]
     assert printed["broker throttle cleared"].strip() == "Dynamic configs for broker 2 are:"
     assert [rc for step, rc, _ in ours.transcript if step == "execute again"] == [1]
