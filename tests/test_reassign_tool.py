@@ -135,7 +135,7 @@ class Tools:
 
 
 def script(tools: Tools) -> None:
-    """The operator's session, the same on either cluster."""
+    """What an operator types, the same on either cluster."""
     a, b = "reassign-tool-a", "reassign-tool-b"
     tools.create(a, [[0], [1]])
     topics = tools.workdir / "topics.json"
