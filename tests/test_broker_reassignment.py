@@ -19,12 +19,15 @@ from kafkagen.generated.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest as AlterReq,
 )
 from kafkagen.generated.fetch import FetchRequest
+from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest as IncReq
 from kafkagen.generated.list_partition_reassignments import (
     ListPartitionReassignmentsRequest as ListReq,
 )
 from kafkagen.generated.metadata import MetadataRequest
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster, Cluster
+from kafkagen.runtime.broker.config.store import ConfigStore
+from kafkagen.runtime.broker.storage.replication_quota import ReplicationQuota
 from kafkagen.runtime.broker.types import PartitionInfo
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_records
@@ -32,7 +35,8 @@ from kafkagen.runtime.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.timeout(90)
 
-ALTER, LIST, PRODUCE, FETCH, METADATA = 45, 46, 0, 1, 3
+ALTER, LIST, PRODUCE, FETCH, METADATA, INCREMENTAL_ALTER_CONFIGS = 45, 46, 0, 1, 3, 44
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 
 
 @pytest.fixture
@@ -115,20 +119,26 @@ def _listed(r: Any) -> dict[tuple[str, int], tuple[list[int], list[int], list[in
     }
 
 
-def _produce(c: BackgroundCluster, topic: str, start: int, n: int) -> None:
-    """acks=all produce of ``n`` records through the current leader's listener."""
-    leader = _info(c, topic).leader
-    data = build_batch([Record(-1, 1000 + i, b"k", b"v%d" % (start + i)) for i in range(n)])
-    req = ProduceRequest(
+def _produce_request(topic: str, batch: bytes) -> ProduceRequest:
+    """acks=all produce of ``batch`` to partition 0 of ``topic``."""
+    return ProduceRequest(
         transactional_id=None,
         acks=-1,
         timeout_ms=10_000,
         topic_data=[
             ProduceRequest.TopicProduceData(
                 name=topic,
-                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=data)],
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)],
             )
         ],
+    )
+
+
+def _produce(c: BackgroundCluster, topic: str, start: int, n: int) -> None:
+    """acks=all produce of ``n`` records through the current leader's listener."""
+    leader = _info(c, topic).leader
+    req = _produce_request(
+        topic, build_batch([Record(-1, 1000 + i, b"k", b"v%d" % (start + i)) for i in range(n)])
     )
     for _ in range(50):
         with WireClient(_address(c, leader)) as w:
@@ -453,3 +463,133 @@ def test_a_reassignment_in_progress_survives_a_restart(tmp_path: Any) -> None:
             assert not _list(w).topics
         _wait(_holds(c, 2, TopicPartition("kept", 0), _values(0, 20)), what="node 2")
         assert _read_all(c, "kept") == _values(0, 20)
+
+
+# ------------------------------------------------------------------ replication throttles
+
+#: Bytes each move copies, and the throttle: a throttled move lasts about 5 s.
+MOVED_BYTES = 5_000_000
+RATE = 1_000_000
+#: What a follower may fetch of one partition at once: the first fetch finds the quota
+#: unused and takes this much before the rate is measured (as in Kafka).
+FETCH_BYTES = 1024 * 1024
+
+
+def _try_set_configs(
+    w: WireClient, resource_type: int, name: str, **configs: str
+) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs SET of ``configs`` (underscores stand for dots)."""
+    ops = [
+        IncReq.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
+        for k, v in configs.items()
+    ]
+    resource = IncReq.AlterConfigsResource(
+        resource_type=resource_type, resource_name=name, configs=ops
+    )
+    (r,) = w.call(INCREMENTAL_ALTER_CONFIGS, 1, IncReq(resources=[resource])).responses
+    return r.error_code, r.error_message
+
+
+def _set_configs(w: WireClient, resource_type: int, name: str, **configs: str) -> None:
+    code, message = _try_set_configs(w, resource_type, name, **configs)
+    assert code == 0, message
+
+
+def _fill(c: BackgroundCluster, topic: str, size: int) -> None:
+    """acks=all produce of ``size`` bytes of values in 100 kB batches to partition 0."""
+    req = _produce_request(
+        topic, build_batch([Record(-1, 1000, b"k", bytes(1000)) for _ in range(100)])
+    )
+    with WireClient(_address(c, _info(c, topic).leader)) as w:
+        for _ in range(size // 100_000):
+            p = w.call(PRODUCE, 10, req).responses[0].partition_responses[0]
+            assert p.error_code == 0
+
+
+def _log_bytes(c: BackgroundCluster, node: int, tp: TopicPartition) -> int:
+    def size() -> int:
+        p = _cl(c).brokers[node].replica_manager.partitions.get(tp)
+        return -1 if p is None else sum(len(b.data) for b in p.log.batches)
+
+    out: int = c.call(size)
+    return out
+
+
+@pytest.mark.parametrize(
+    "side, throttled",
+    [("leader", "0:0"), ("follower", "*")],
+)
+def test_a_throttled_move_takes_its_bytes_over_the_rate_and_others_go_at_full_speed(
+    five: BackgroundCluster, side: str, throttled: str
+) -> None:
+    """Both topics move from broker 0 to broker 1 at once; only one is throttled, on the
+    leader's side (broker 0 sends) or the follower's (broker 1 copies)."""
+    md = _cl(five).metadata
+    for topic in ("throttled", "free"):
+        five.call(lambda t=topic: md.create_topic(t, assignments={0: [0]}))
+        _fill(five, topic, MOVED_BYTES)
+    size = _log_bytes(five, 0, TopicPartition("throttled", 0))
+    with WireClient(five.bootstrap) as w:
+        # The rate as a cluster-wide default; the replicas named in the topic's config.
+        _set_configs(w, BROKER_RESOURCE, "", **{f"{side}_replication_throttled_rate": str(RATE)})
+        _set_configs(
+            w, TOPIC_RESOURCE, "throttled", **{f"{side}_replication_throttled_replicas": throttled}
+        )
+        start = time.monotonic()
+        assert _alter(w, {("throttled", 0): [1], ("free", 0): [1]}) == {
+            ("throttled", 0): 0,
+            ("free", 0): 0,
+        }
+        _wait(lambda: _info(five, "free").replicas == [1], what="the free move")
+        free_s = time.monotonic() - start
+        _wait(lambda: _info(five, "throttled").replicas == [1], what="the throttled move")
+        throttled_s = time.monotonic() - start
+    expected_s = size / RATE
+    assert throttled_s >= 0.9 * (size - FETCH_BYTES) / RATE, (throttled_s, expected_s)
+    assert free_s < expected_s / 5, (free_s, expected_s)
+    assert _log_bytes(five, 1, TopicPartition("throttled", 0)) == size
+
+
+def test_throttled_replicas_take_partition_broker_pairs_or_a_star(five: BackgroundCluster) -> None:
+    md = _cl(five).metadata
+    five.call(lambda: md.create_topic("pairs", assignments={0: [0], 1: [1]}))
+    with WireClient(five.bootstrap) as w:
+        for good in ("0:0,1:1", " 0 : 3 , 1:4", "*", ""):
+            assert _try_set_configs(
+                w, TOPIC_RESOURCE, "pairs", leader_replication_throttled_replicas=good
+            ) == (0, None)
+        for bad in ("0", "0:x", "*,0:1", "a:1", "0:1:2"):
+            code, message = _try_set_configs(
+                w, TOPIC_RESOURCE, "pairs", follower_replication_throttled_replicas=bad
+            )
+            assert code == ErrorCode.INVALID_CONFIG, bad
+            assert message is not None and "follower.replication.throttled.replicas" in message
+        code, message = _try_set_configs(
+            w, BROKER_RESOURCE, "1", leader_replication_throttled_rate="-5"
+        )
+        assert code == ErrorCode.INVALID_CONFIG
+        assert message is not None and "leader.replication.throttled.rate" in message
+
+
+def test_the_quota_measures_bytes_over_its_samples_and_names_its_replicas() -> None:
+    configs = ConfigStore({"replication.quota.window.num": "3"})
+    configs.set_topic_configs("t", {"follower.replication.throttled.replicas": "0:1,2:1"})
+    configs.set_dynamic_broker(1, {"follower.replication.throttled.rate": "1000"})
+    quota = ReplicationQuota(configs, 1, "follower")
+    assert [quota.throttles(TopicPartition("t", i)) for i in range(3)] == [True, False, True]
+    assert not ReplicationQuota(configs, 2, "follower").throttles(TopicPartition("t", 0))
+    assert not quota.throttles(TopicPartition("other", 0))
+    assert not ReplicationQuota(configs, 1, "leader").throttles(TopicPartition("t", 0))
+    quota.record(1500, 0)
+    # Less than one sample has passed: the bytes count over a whole sample (1 s).
+    assert quota.rate(500) == 1500 and quota.exceeded(500)
+    quota.record(500, 1200)
+    assert quota.rate(2000) == 1000 and not quota.exceeded(2000)
+    # Three samples of 1 s are kept: the first goes at 3 s, the second at 4.2 s.
+    assert quota.rate(3100) == pytest.approx(500 / 1.9)
+    assert quota.rate(4200) == 0
+    configs.set_topic_configs("t", {"follower.replication.throttled.replicas": "*"})
+    assert quota.throttles(TopicPartition("t", 1))
+    configs.set_dynamic_broker(1, {})
+    quota.record(10**9, 5000)
+    assert not quota.exceeded(5000)  # no bound set: never over

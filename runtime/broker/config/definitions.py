@@ -21,6 +21,7 @@ __all__ = [
     "ConfigResourceType",
     "TOPIC_CONFIGS",
     "API_VERSION_MAX",
+    "parse_throttled_replicas",
     "parse_version_caps",
 ]
 
@@ -77,11 +78,13 @@ class ConfigDef:
     type: ConfigType
     default: str | None
     doc: str
-    #: Topic configs: the broker config that supplies the default (Kafka's synonym).
+    #: Topic configs: the broker config that supplies the default (Kafka's synonym), if any.
     broker_synonym: str | None = None
     #: Broker configs that cannot change while the broker runs.
     read_only: bool = False
     sensitive: bool = False
+    #: Broker configs Kafka knows only as dynamic ones (no default among their synonyms).
+    dynamic_only: bool = False
     choices: tuple[str, ...] = ()
     minimum: int | None = None
     #: A further check of the raw value; raises ValueError saying what is wrong.
@@ -175,6 +178,32 @@ def _check_version_caps(value: str) -> None:
 def _check_preset(value: str) -> None:
     if value:
         preset_ranges(value)
+
+
+#: A throttled-replicas value naming every replica of the topic.
+ALL_REPLICAS = "*"
+
+
+def parse_throttled_replicas(value: str) -> frozenset[tuple[int, int]] | None:
+    """``partition:broker`` pairs of a ``*.replication.throttled.replicas`` value, or None
+    for ``*`` (every replica); raises ValueError for anything else."""
+    items = [i.strip() for i in value.split(",") if i.strip()]
+    if items == [ALL_REPLICAS]:
+        return None
+    pairs = set()
+    for item in items:
+        partition, sep, broker = (part.strip() for part in item.partition(":"))
+        if not sep or not partition.isdigit() or not broker.isdigit():
+            raise ValueError(
+                f"entry {item!r}: expected {ALL_REPLICAS} or partition:broker pairs "
+                "separated by commas (0:1,1:2)"
+            )
+        pairs.add((int(partition), int(broker)))
+    return frozenset(pairs)
+
+
+def _check_throttled_replicas(value: str) -> None:
+    parse_throttled_replicas(value)
 
 
 T = ConfigType
@@ -306,6 +335,22 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
         "false",
         "Whether a replica outside the ISR may become leader, losing data.",
         "unclean.leader.election.enable",
+    ),
+    ConfigDef(
+        "leader.replication.throttled.replicas",
+        T.LIST,
+        "",
+        "Replicas whose leaders send within leader.replication.throttled.rate while a "
+        "follower outside the ISR copies them: partition:broker pairs, or * for all.",
+        validator=_check_throttled_replicas,
+    ),
+    ConfigDef(
+        "follower.replication.throttled.replicas",
+        T.LIST,
+        "",
+        "Replicas that copy their leader within follower.replication.throttled.rate while "
+        "outside the ISR: partition:broker pairs, or * for all.",
+        validator=_check_throttled_replicas,
     ),
 )
 
@@ -695,13 +740,55 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         read_only=True,
         validator=_check_preset,
     ),
+    ConfigDef(
+        "leader.replication.throttled.rate",
+        T.LONG,
+        str(INT64_MAX),
+        "Bytes per second this broker sends, as leader, of throttled replicas to followers "
+        "outside the ISR (see leader.replication.throttled.replicas).",
+        dynamic_only=True,
+        minimum=0,
+    ),
+    ConfigDef(
+        "follower.replication.throttled.rate",
+        T.LONG,
+        str(INT64_MAX),
+        "Bytes per second this broker copies, as follower, of throttled replicas while "
+        "outside the ISR (see follower.replication.throttled.replicas).",
+        dynamic_only=True,
+        minimum=0,
+    ),
+    ConfigDef(
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        T.LONG,
+        str(INT64_MAX),
+        "Bytes per second of moves between a broker's log directories (stored only: a "
+        "broker here has one log directory).",
+        dynamic_only=True,
+        minimum=0,
+    ),
+    ConfigDef(
+        "replication.quota.window.num",
+        T.INT,
+        "11",
+        "Samples the replication throttles measure their rate over.",
+        read_only=True,
+        minimum=1,
+    ),
+    ConfigDef(
+        "replication.quota.window.size.seconds",
+        T.INT,
+        "1",
+        "Length of one sample of the replication throttles' rate.",
+        read_only=True,
+        minimum=1,
+    ),
     *SECURITY_CONFIGS,
 )
 
 # Broker-level names of the topic configs (their synonyms), with the topic default.
 for _d in TOPIC_CONFIGS.values():
-    assert _d.broker_synonym is not None
-    if _d.broker_synonym not in BROKER_CONFIGS:
+    if _d.broker_synonym is not None and _d.broker_synonym not in BROKER_CONFIGS:
         BROKER_CONFIGS[_d.broker_synonym] = ConfigDef(
             _d.broker_synonym,
             _d.type,

@@ -112,7 +112,8 @@ class ConfigStore:
         if name in own:
             return own[name], ConfigSource.DYNAMIC_TOPIC_CONFIG
         synonym = TOPIC_CONFIGS[name].broker_synonym
-        assert synonym is not None
+        if synonym is None:
+            return TOPIC_CONFIGS[name].default, ConfigSource.DEFAULT_CONFIG
         value, source = self.broker_raw(synonym)
         if source is ConfigSource.DEFAULT_CONFIG:
             return TOPIC_CONFIGS[name].default, source
@@ -219,11 +220,11 @@ class ConfigStore:
             synonyms: list[tuple[str, str | None, ConfigSource]] = []
             if name in own:
                 synonyms.append((name, own[name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-            assert d.broker_synonym is not None
-            for layer, layer_source in self._broker_layers(-1):
-                if d.broker_synonym in layer:
-                    synonyms.append((d.broker_synonym, layer[d.broker_synonym], layer_source))
-            synonyms.append((d.broker_synonym, d.default, ConfigSource.DEFAULT_CONFIG))
+            if d.broker_synonym is not None:
+                for layer, layer_source in self._broker_layers(-1):
+                    if d.broker_synonym in layer:
+                        synonyms.append((d.broker_synonym, layer[d.broker_synonym], layer_source))
+                synonyms.append((d.broker_synonym, d.default, ConfigSource.DEFAULT_CONFIG))
             out.append(
                 ConfigEntry(name, value, source, False, d.sensitive, d.type, d.doc, tuple(synonyms))
             )
@@ -239,7 +240,8 @@ class ConfigStore:
             for layer, layer_source in self._broker_layers(broker_id):
                 if name in layer:
                     synonyms.append((name, layer[name], layer_source))
-            synonyms.append((name, d.default, ConfigSource.DEFAULT_CONFIG))
+            if not d.dynamic_only:
+                synonyms.append((name, d.default, ConfigSource.DEFAULT_CONFIG))
             out.append(
                 ConfigEntry(
                     name,

@@ -9,6 +9,9 @@ the follower's log and the next fetch goes out at once, so replication is event-
 
 A follower sends the epoch of its last batch; a leader whose log went another way answers
 with the diverging epoch, and the follower truncates to where the logs agree.
+
+Throttled replicas outside the ISR are left out of a fetch while this broker's follower
+replication quota is used up (`replication_quota`); the fetcher looks again shortly.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.topic_partition import TopicPartition
 
 from .replica_manager import FetchInfo, FetchParams, FetchResult, ReplicaManager
+from .replication_quota import ReplicationQuota
 
 __all__ = ["LeaderLookup", "ReplicaFetcher"]
 
@@ -32,7 +36,7 @@ FETCH_WAIT_MS = 500
 #: Per-partition and per-request byte limits of follower fetches (Kafka's defaults).
 PARTITION_MAX_BYTES = 1024 * 1024
 MAX_BYTES = 10 * 1024 * 1024
-#: Back-off before asking again a leader that cannot be reached.
+#: Back-off before asking again a leader that cannot be reached, or for throttled replicas.
 RETRY_S = 0.1
 
 
@@ -55,6 +59,7 @@ class ReplicaFetcher:
         self._running = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._retry: asyncio.TimerHandle | None = None
+        self.quota = ReplicationQuota(replica_manager.configs, self.node_id, "follower")
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -72,19 +77,24 @@ class ReplicaFetcher:
         if not self._running:
             return
         by_leader: dict[int, list[TopicPartition]] = {}
+        over_quota = self.quota.exceeded(self.replica_manager.now())
+        held_back = False
         for tp, p in self.replica_manager.partitions.items():
-            if not p.is_leader and p.leader_id >= 0:
-                by_leader.setdefault(p.leader_id, []).append(tp)
-        unreachable = False
+            if p.is_leader or p.leader_id < 0:
+                continue
+            if over_quota and self.node_id not in p.isr and self.quota.throttles(tp):
+                held_back = True
+                continue
+            by_leader.setdefault(p.leader_id, []).append(tp)
         for leader_id, tps in by_leader.items():
             if leader_id in self._inflight:
                 continue
             leader = self._leaders.replica_manager_of(leader_id)
             if leader is None:
-                unreachable = True
+                held_back = True
                 continue
             self._fetch(leader_id, leader, tps)
-        if unreachable and self._retry is None and self._loop is not None:
+        if held_back and self._retry is None and self._loop is not None:
             self._retry = self._loop.call_later(RETRY_S, self._retry_now)
 
     def _retry_now(self) -> None:
@@ -156,6 +166,8 @@ class ReplicaFetcher:
                 except Exception:
                     _log.exception("broker %d: cannot append to %s", self.node_id, tp)
                     continue
+                if self.quota.throttles(tp):
+                    self.quota.record(len(r.records), rm.now())
             p.high_watermark = min(r.high_watermark, p.log.log_end_offset)
             if r.log_start_offset > p.log.log_start_offset:
                 p.log.advance_start(r.log_start_offset)

@@ -47,6 +47,7 @@ from ..metadata.cluster_metadata import ClusterMetadata
 from ..types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo
 from . import log_cleaner
 from .partition import Partition
+from .replication_quota import ReplicationQuota
 
 if TYPE_CHECKING:
     from .log_store import BrokerStorage
@@ -254,7 +255,7 @@ class DelayedFetch(DelayedOperation):
             offset = info.fetch_offset
             if offset > p.log.log_end_offset or offset < p.log.log_start_offset:
                 return self.force_complete()  # out of range now (truncated or deleted)
-            if offset < end:
+            if offset < end and not rm.leader_throttled(p, params.replica_id):
                 accumulated += p.log.bytes_between(
                     offset, end, min(info.partition_max_bytes, params.min_bytes)
                 )
@@ -292,6 +293,8 @@ class ReplicaManager:
         self.role_listeners: list[Callable[[Partition, bool], None]] = []
         #: The replicas' files under the log directory (None: memory only).
         self.storage: BrokerStorage | None = None
+        #: What this broker sends, as leader, of throttled replicas (replication_quota).
+        self.leader_quota = ReplicationQuota(self.configs, broker_id, "leader")
 
     def now(self) -> float:
         """The broker's monotonic clock in ms (the purgatories' clock)."""
@@ -539,6 +542,16 @@ class ReplicaManager:
                 self.metadata.set_isr(tp.topic, tp.partition, isr)
         return dropped
 
+    def leader_throttled(self, partition: Partition, replica_id: int) -> bool:
+        """Whether a follower's fetch of ``partition`` is held back by the leader's quota:
+        a throttled replica, a follower outside the ISR, the rate over its bound."""
+        return (
+            replica_id >= 0
+            and replica_id not in partition.isr
+            and self.leader_quota.throttles(partition.tp)
+            and self.leader_quota.exceeded(self.now())
+        )
+
     def read_from_local_log(
         self, params: FetchParams, infos: Sequence[tuple[TopicPartition, FetchInfo]]
     ) -> list[tuple[TopicPartition, FetchResult]]:
@@ -546,9 +559,11 @@ class ReplicaManager:
 
         The first partition that has data returns at least one whole batch even when the
         batch is larger than the limits, so a consumer never gets stuck (Kafka's KIP-74).
+        A follower's throttled replicas count into the leader's replication quota.
         """
         limit = params.max_bytes
         min_one = True
+        throttled_bytes = 0
         out = []
         for tp, info in infos:
             result = self._read_partition(
@@ -558,7 +573,10 @@ class ReplicaManager:
             if n:
                 min_one = False
                 limit = max(0, limit - n)
+                if params.from_follower and self.leader_quota.throttles(tp):
+                    throttled_bytes += n
             out.append((tp, result))
+        self.leader_quota.record(throttled_bytes, self.now())
         return out
 
     def _read_partition(
@@ -592,6 +610,8 @@ class ReplicaManager:
         except KafkaError as e:
             result.error = e
             return result
+        if self.leader_throttled(partition, params.replica_id):
+            return result  # over the replication quota: no records this time
         read_committed = params.isolation_level == READ_COMMITTED and not params.from_follower
         upper = partition.upper_bound(params.from_follower, read_committed)
         chunks = log.read(info.fetch_offset, limit, upper, min_one)
