@@ -376,7 +376,7 @@ class BrokerStorage:
             tp,
             self.path / f"{topic}-{tp.partition}",
             partition.topic_id,
-            lambda: int(str(self.metadata.configs.topic_raw(topic, "segment.bytes")[0])),
+            lambda: self.metadata.configs.segment_bytes(topic),
             self.checkpoint_soon,
         )
         log = partition.log
