@@ -788,7 +788,7 @@ def test_configs_acls_and_producer_ids_survive_a_restart(tmp_path: Path) -> None
         c.call(lambda: md.create_topic(TOPIC, 2, 1, configs={"retention.ms": "12345"}))
         c.call(lambda: md.acls.add(binding))
         c.call(lambda: md.configs.set_dynamic_broker(0, {"log.cleaner.threads": "3"}))
-        c.call(lambda: md.configs.set_dynamic_broker(None, {"num.partitions": "4"}))
+        c.call(lambda: md.configs.set_dynamic_broker(None, {"message.max.bytes": "2000000"}))
         pids = [c.call(md.allocate_producer_id) for _ in range(3)]
         cluster_id = md.cluster_id
     with BackgroundCluster(configs=configs) as c:
@@ -797,7 +797,7 @@ def test_configs_acls_and_producer_ids_survive_a_restart(tmp_path: Path) -> None
         assert md.cluster_id == cluster_id
         assert c.call(lambda: md.configs.topic_raw(TOPIC, "retention.ms")[0]) == "12345"
         assert md.configs.broker_raw("log.cleaner.threads", 0)[0] == "3"
-        assert md.configs.broker_int("num.partitions") == 4
+        assert md.configs.broker_int("message.max.bytes") == 2000000
         assert c.call(lambda: md.acls.find(binding_filter(binding))) == [binding]
         later = c.call(md.allocate_producer_id)
         assert later > max(pids)
