@@ -382,9 +382,6 @@ KAFKAGEN_DEFAULTS = {
     # Only PEM key and trust stores are read.
     "ssl.keystore.type": "PEM",
     "ssl.truststore.type": "PEM",
-    # broker.id and node.id are each broker's own; the cluster default is broker 0's.
-    "broker.id": "0",
-    "node.id": "0",
 }
 
 #: kafkagen's further checks of Kafka's configs (what it can serve).

@@ -105,7 +105,8 @@ class ConfigStore:
         from the first one named ``name``."""
         names = list(chain) or [name]
         layers = [*self._broker_layers(broker_id)]
-        defaults = {n: broker_def(n).default for n in names}
+        # Kafka's static defaults; the dynamic-only configs (the quotas) have none to report.
+        defaults = {n: broker_def(n).default for n in names if broker_def(n).mode != "dynamic-only"}
         layers.append(
             ({n: v for n, v in defaults.items() if v is not None}, ConfigSource.DEFAULT_CONFIG)
         )
@@ -273,7 +274,7 @@ class ConfigStore:
             d = BROKER_CONFIGS[name]
             synonyms = self._synonyms(name, [s.name for s in d.synonyms], broker_id)
             if name in ("broker.id", "node.id") and broker_id >= 0:
-                synonyms = [(name, str(broker_id), ConfigSource.STATIC_BROKER_CONFIG)]
+                synonyms.insert(0, (name, str(broker_id), ConfigSource.STATIC_BROKER_CONFIG))
             if broker_id < 0:
                 synonyms = [
                     s for s in synonyms if s[2] is ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
