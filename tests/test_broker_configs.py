@@ -8,9 +8,11 @@ The expected texts and synonym lists are what Kafka 4.4.0 answered the same requ
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from broker_helpers import WireClient
+from kafkagen.configs_from_jars import page
 from kafkagen.generated.alter_configs import AlterConfigsRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest
 from kafkagen.generated.describe_configs import DescribeConfigsRequest
@@ -115,6 +117,11 @@ def test_the_catalogue_is_kafkas_with_kafkagens_own_beside_it() -> None:
     assert BROKER_CONFIGS["ssl.key.password"].sensitive
     assert all(d.doc for d in TOPIC_CONFIGS.values())
     assert BROKER_CONFIGS["kafkagen.api.version.max"].read_only
+
+
+def test_the_configs_page_is_made_from_the_table() -> None:
+    """docs/configs.md: python -m kafkagen.configs_from_jars --page docs/configs.md"""
+    assert (Path(__file__).parents[1] / "docs" / "configs.md").read_text("utf-8") == page()
 
 
 def _synonyms(entry: object) -> list[tuple[str, str | None, int]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from broker_helpers import WireClient
-from kafkagen.configs_from_jars import TABLE, committed_docs, facts, probes, render, table
+from kafkagen.configs_from_jars import TABLE, committed_columns, facts, probes, render, table
 from kafkagen.generated.alter_configs import AlterConfigsRequest as Alter
 from kafkagen.generated.create_topics import CreateTopicsRequest
 from kafkagen.generated.describe_configs import DescribeConfigsRequest
@@ -67,7 +67,7 @@ def derived() -> dict[str, Any]:
 
 
 def test_committed_table_is_what_kafkas_jars_say(derived: dict[str, Any]) -> None:
-    assert TABLE.read_text("utf-8") == render(table(derived, committed_docs()))
+    assert TABLE.read_text("utf-8") == render(table(derived, committed_columns()))
 
 
 def test_every_probe_value_gets_kafkas_verdict(derived: dict[str, Any]) -> None:

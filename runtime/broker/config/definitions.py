@@ -122,6 +122,8 @@ class ConfigDef:
     check: Mapping[str, Any] | None = None
     #: Kafka keeps internal configs out of DescribeConfigs.
     internal: bool = False
+    #: Whether the value changes what kafkagen does; else it is stored and reported only.
+    behaves: bool = True
     #: kafkagen's further check of the raw value; raises ValueError saying what is wrong.
     validator: Validator | None = field(default=None, compare=False)
 
@@ -312,6 +314,7 @@ def _load(section: str, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, C
             importance=e["importance"],
             check=e.get("validator"),
             internal=e.get("internal", False),
+            behaves=e["behaves"],
         )
     return out
 
@@ -364,24 +367,25 @@ KAFKAGEN_CONFIGS = (
     ),
 )
 
-#: Kafka's broker configs whose default kafkagen keeps different, and why (the doc says).
-KAFKAGEN_DEFAULTS = {
-    # Off by default here: a test cluster should not grow topics from a typo.
-    "auto.create.topics.enable": "false",
-    # Connections are bounded on a shared test machine.
-    "max.connections": "1000",
-    # Streams groups are not served.
-    "group.coordinator.rebalance.protocols": "classic,consumer",
-    # Empty: one PLAINTEXT listener on the cluster's port (broker i on port + i).
-    "listeners": "",
-    "listener.security.protocol.map": (
-        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+#: Kafka's broker configs whose default kafkagen keeps different: the value, and why.
+KAFKAGEN_DEFAULTS: dict[str, tuple[str, str]] = {
+    "auto.create.topics.enable": ("false", "a test cluster should not grow topics from a typo"),
+    "max.connections": ("1000", "connections are bounded on a shared test machine"),
+    "group.coordinator.rebalance.protocols": ("classic,consumer", "streams groups are not served"),
+    "listeners": (
+        "",
+        "empty means one PLAINTEXT listener on the cluster's port, broker i on port + i",
     ),
-    # GSSAPI (Kerberos) is not offered.
-    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-    # Only PEM key and trust stores are read.
-    "ssl.keystore.type": "PEM",
-    "ssl.truststore.type": "PEM",
+    "listener.security.protocol.map": (
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "the same pairs as Kafka's, in a fixed order",
+    ),
+    "sasl.enabled.mechanisms": (
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "GSSAPI (Kerberos) is not offered",
+    ),
+    "ssl.keystore.type": ("PEM", "only PEM key stores are read"),
+    "ssl.truststore.type": ("PEM", "only PEM trust stores are read"),
 }
 
 #: kafkagen's further checks of Kafka's configs (what it can serve).
@@ -390,9 +394,9 @@ _KAFKAGEN_CHECKS: dict[str, Validator] = {"log.dirs": _check_log_dirs}
 
 def _broker_configs() -> dict[str, ConfigDef]:
     out = _load("broker", _TABLE["broker"])
-    for name, default in KAFKAGEN_DEFAULTS.items():
+    for name, (default, _) in KAFKAGEN_DEFAULTS.items():
         out[name] = replace(out[name], default=default)
-    # Empty listeners mean one PLAINTEXT listener here, which Kafka's check refuses.
+    # Empty listeners (one PLAINTEXT listener here) fail Kafka's check.
     out["listeners"] = replace(out["listeners"], check=None)
     for name, check in _KAFKAGEN_CHECKS.items():
         out[name] = replace(out[name], validator=check)
@@ -413,4 +417,6 @@ def topic_def(name: str) -> ConfigDef:
 
 def broker_def(name: str) -> ConfigDef:
     """A broker config's definition; Kafka keeps names it does not know as plain strings."""
-    return BROKER_CONFIGS.get(name) or ConfigDef(name, T.STRING, None, "", mode="cluster-wide")
+    return BROKER_CONFIGS.get(name) or ConfigDef(
+        name, T.STRING, None, "", mode="cluster-wide", behaves=False
+    )
