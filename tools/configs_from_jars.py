@@ -65,8 +65,12 @@ def facts(version: str = KAFKA_VERSION) -> dict[str, Any]:
 def probes(data: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
     """Config name -> (probe value, Kafka's verdict: "ok" or its error message)."""
     values = data["probe_values"]
+    # Each answer is "ok" or "ExceptionClass: message".
     return {
-        name: [(v, a.partition(": ")[2] if a != "ok" else "ok") for v, a in zip(values, answers)]
+        name: [
+            (v, a if a == "ok" else a.partition(": ")[2])
+            for v, a in zip(values, answers, strict=True)
+        ]
         for name, answers in data["probes"].items()
     }
 

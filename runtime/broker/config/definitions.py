@@ -76,10 +76,6 @@ class ConfigResourceType(enum.IntEnum):
 
 
 class ConfigError(ValueError):
-    """A config name or value that cannot be used; the text says which and why."""
-
-
-class ConfigError(ValueError):
     """A config name or value that cannot be used; the text says which and why (Kafka's
     words where Kafka has them)."""
 

@@ -104,13 +104,16 @@ class ConfigStore:
         """Kafka's synonyms of a broker-level value: each layer's hits in chain order,
         from the first one named ``name``."""
         names = list(chain) or [name]
-        layers = [*self._broker_layers(broker_id)]
         # Kafka's static defaults; the dynamic-only configs (the quotas) have none to report.
-        defaults = {n: broker_def(n).default for n in names if broker_def(n).mode != "dynamic-only"}
-        layers.append(
-            ({n: v for n, v in defaults.items() if v is not None}, ConfigSource.DEFAULT_CONFIG)
-        )
-        found = [(n, layer[n], source) for layer, source in layers for n in names if n in layer]
+        defaults: dict[str, str] = {}
+        for n in names:
+            d = broker_def(n)
+            if d.default is not None and d.mode != "dynamic-only":
+                defaults[n] = d.default
+        layers = [*self._broker_layers(broker_id), (defaults, ConfigSource.DEFAULT_CONFIG)]
+        found: Synonyms = [
+            (n, layer[n], source) for layer, source in layers for n in names if n in layer
+        ]
         while found and found[0][0] != name:
             found.pop(0)
         return found
