@@ -87,7 +87,7 @@ def test_the_catalogue_is_kafkas_with_kafkagens_own_beside_it() -> None:
     assert BROKER_CONFIGS["log.dirs"].read_only
     assert BROKER_CONFIGS["leader.replication.throttled.rate"].mode == "dynamic-only"
     assert BROKER_CONFIGS["ssl.key.password"].sensitive
-    assert all(d.doc for d in TOPIC_CONFIGS.values())
+    assert all(d.doc for d in (*TOPIC_CONFIGS.values(), *BROKER_CONFIGS.values()))
     assert BROKER_CONFIGS["kafkagen.api.version.max"].read_only
 
 
