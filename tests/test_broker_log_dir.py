@@ -516,11 +516,11 @@ def _replica(c: BackgroundCluster, node: int, topic: str, index: int) -> Partiti
 
 
 def test_log_start_moves_segments_and_topic_deletion_reach_the_disk(tmp_path: Path) -> None:
-    configs = {"log.dirs": str(tmp_path), "log.segment.bytes": "300"}
+    configs = {"log.dirs": str(tmp_path)}
     with BackgroundCluster(configs=configs) as c:
         assert c.cluster is not None
         md = c.cluster.metadata
-        c.call(lambda: md.create_topic(TOPIC, 1, 1))
+        c.call(lambda: md.create_topic(TOPIC, 1, 1, configs={"internal.segment.bytes": "300"}))
         c.call(lambda: md.create_topic("doomed", 1, 1))
         topic_id = c.call(lambda: md.topics[TOPIC].topic_id)
         with WireClient(c.bootstrap) as w:
@@ -787,8 +787,8 @@ def test_configs_acls_and_producer_ids_survive_a_restart(tmp_path: Path) -> None
         md = c.cluster.metadata
         c.call(lambda: md.create_topic(TOPIC, 2, 1, configs={"retention.ms": "12345"}))
         c.call(lambda: md.acls.add(binding))
-        c.call(lambda: md.configs.set_dynamic_broker(0, {"log.retention.check.interval.ms": "777"}))
-        c.call(lambda: md.configs.set_dynamic_broker(None, {"num.partitions": "4"}))
+        c.call(lambda: md.configs.set_dynamic_broker(0, {"log.cleaner.threads": "3"}))
+        c.call(lambda: md.configs.set_dynamic_broker(None, {"message.max.bytes": "2000000"}))
         pids = [c.call(md.allocate_producer_id) for _ in range(3)]
         cluster_id = md.cluster_id
     with BackgroundCluster(configs=configs) as c:
@@ -796,8 +796,8 @@ def test_configs_acls_and_producer_ids_survive_a_restart(tmp_path: Path) -> None
         md = c.cluster.metadata
         assert md.cluster_id == cluster_id
         assert c.call(lambda: md.configs.topic_raw(TOPIC, "retention.ms")[0]) == "12345"
-        assert md.configs.broker_raw("log.retention.check.interval.ms", 0)[0] == "777"
-        assert md.configs.broker_int("num.partitions") == 4
+        assert md.configs.broker_raw("log.cleaner.threads", 0)[0] == "3"
+        assert md.configs.broker_int("message.max.bytes") == 2000000
         assert c.call(lambda: md.acls.find(binding_filter(binding))) == [binding]
         later = c.call(md.allocate_producer_id)
         assert later > max(pids)

@@ -7,10 +7,10 @@ from kafkagen.generated.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.config.definitions import ConfigError
+from kafkagen.runtime.broker.config.definitions import ConfigError, ConfigResourceType
 from kafkagen.runtime.broker.metadata.config_changes import incremental_alter
 from kafkagen.runtime.broker.security.acls import AclOperation
-from kafkagen.runtime.errors import InvalidConfigError, KafkaError
+from kafkagen.runtime.errors import InvalidConfigError, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import require_config_access
 
 API_KEY = 44
@@ -36,7 +36,14 @@ def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> None
                 request.validate_only,
             )
         except ConfigError as e:
-            result.error_code, result.error_message = InvalidConfigError.code, str(e)
+            # Kafka answers a bad broker config with INVALID_REQUEST, a bad topic one with
+            # INVALID_CONFIG.
+            error = (
+                InvalidConfigError
+                if res.resource_type == ConfigResourceType.TOPIC
+                else InvalidRequestError
+            )
+            result.error_code, result.error_message = error.code, str(e)
         except KafkaError as e:
             result.error_code, result.error_message = e.code, e.message
         results.append(result)

@@ -35,14 +35,8 @@ _ZERO = uuid.UUID(int=0)
 
 
 def partition_limit(ctx: RequestContext, requested: int) -> int:
-    """max(min(broker limit, requested), 1); the broker limit defaults to the pagination one."""
-    configs = ctx.broker.configs
-    node = ctx.broker.node_id
-    raw, _ = configs.broker_raw("max.request.partition.size.limit", node)
-    if raw is None:
-        cap = configs.broker_int("max.request.pagination.size.limit", node)
-    else:
-        cap = configs.broker_int("max.request.partition.size.limit", node)
+    """max(min(broker limit, requested), 1)."""
+    cap = ctx.broker.configs.broker_int("max.request.partition.size.limit", ctx.broker.node_id)
     return max(min(cap, requested), 1)
 
 

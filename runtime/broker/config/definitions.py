@@ -1,14 +1,22 @@
-"""The configs a broker knows: each key's type, default, checks and whether it is dynamic.
+"""The configs a broker knows: each key's type, default, checks, dynamic scope and synonyms.
 
-Topic configs name their broker-level synonym (``retention.ms`` <- ``log.retention.ms``),
-as in Kafka; `store` resolves the values through it.
+Kafka's configs, topic and broker, come from one table, ``catalogue.json`` beside this
+module, derived from Kafka 4.4.0's own definitions by ``python -m kafkagen.configs_from_jars``
+(the ``doc`` column is kafkagen's). Values are parsed and checked as Kafka's ``ConfigDef``
+does, with Kafka's error texts. kafkagen's own configs (``kafkagen.*``, the authorizer's)
+and the few defaults kafkagen keeps different on purpose are listed here.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
 from ..release_presets import PRESET_CONFIG, preset_ranges
 
@@ -19,16 +27,24 @@ __all__ = [
     "ConfigSource",
     "ConfigType",
     "ConfigResourceType",
+    "Synonym",
     "TOPIC_CONFIGS",
     "API_VERSION_MAX",
+    "broker_def",
     "parse_throttled_replicas",
     "parse_version_caps",
+    "topic_def",
 ]
 
-INT32_MAX = 2**31 - 1
 #: The broker config that caps the API versions a broker serves.
 API_VERSION_MAX = "kafkagen.api.version.max"
 INT64_MAX = 2**63 - 1
+#: The ``*.replication.throttled.replicas`` value that names every replica.
+ALL_REPLICAS = "*"
+_LIMITS = {"INT": 2**31, "SHORT": 2**15, "LONG": 2**63}
+_INTEGER = re.compile(r"[+-]?\d+")
+_REPLICA = re.compile(r"(\d+:\d+)?")
+_SPLIT = re.compile(r"\s*,\s*")
 
 
 class ConfigType(enum.IntEnum):
@@ -66,10 +82,29 @@ class ConfigResourceType(enum.IntEnum):
 
 
 class ConfigError(ValueError):
-    """A config name or value that cannot be used; the text says which and why."""
+    """A config name or value that cannot be used; the text says which and why (Kafka's
+    words where Kafka has them)."""
+
+
+def invalid(value: object, name: str, reason: str) -> ConfigError:
+    return ConfigError(f"Invalid value {value} for configuration {name}: {reason}")
 
 
 Validator = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Synonym:
+    """A broker config that can supply a value, and the unit it is given in."""
+
+    name: str
+    #: "same", or "hours"/"minutes" for a config in those units standing in for milliseconds.
+    unit: str = "same"
+
+    def to_ms(self, value: str | None) -> str | None:
+        if value is None or self.unit == "same":
+            return value
+        return str(int(value.strip()) * (3_600_000 if self.unit == "hours" else 60_000))
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,59 +113,141 @@ class ConfigDef:
     type: ConfigType
     default: str | None
     doc: str
-    #: Topic configs: the broker config that supplies the default (Kafka's synonym), if any.
-    broker_synonym: str | None = None
-    #: Broker configs that cannot change while the broker runs.
-    read_only: bool = False
-    sensitive: bool = False
-    #: Broker configs Kafka knows only as dynamic ones (no default among their synonyms).
-    dynamic_only: bool = False
-    choices: tuple[str, ...] = ()
-    minimum: int | None = None
-    #: A further check of the raw value; raises ValueError saying what is wrong.
-    validator: Validator | None = None
+    #: A topic config: the broker configs supplying its value, in Kafka's order. A broker
+    #: config: the chain Kafka reports it in (``log.retention.ms``, ``...minutes``, ``...hours``).
+    synonyms: tuple[Synonym, ...] = ()
+    #: Broker configs: "read-only", "per-broker", "cluster-wide" or "dynamic-only" (set only
+    #: through AlterConfigs: the replication quotas).
+    mode: str = "read-only"
+    importance: str = "MEDIUM"
+    #: Kafka's validator, as the table records it (kind and fields).
+    check: Mapping[str, Any] | None = None
+    #: Kafka keeps internal configs out of DescribeConfigs.
+    internal: bool = False
+    #: Whether the value changes what kafkagen does; else it is stored and reported only.
+    behaves: bool = True
+    #: kafkagen's further check of the raw value; raises ValueError saying what is wrong.
+    validator: Validator | None = field(default=None, compare=False)
+
+    @property
+    def read_only(self) -> bool:
+        return self.mode == "read-only"
+
+    @property
+    def sensitive(self) -> bool:
+        return self.type is ConfigType.PASSWORD
 
     def parse(self, value: str | None) -> object:
-        """The typed value; raises ConfigError naming the config."""
+        """The typed value as Kafka's ConfigDef parses it; raises ConfigError in Kafka's words."""
         if value is None:
             return None
-        t = self.type
-        try:
-            if t is ConfigType.BOOLEAN:
-                low = value.strip().lower()
-                if low not in ("true", "false"):
-                    raise ValueError("expected true or false")
-                return low == "true"
-            if t in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG):
-                n = int(value.strip())
-                limit = {ConfigType.INT: INT32_MAX, ConfigType.SHORT: 2**15 - 1}.get(t, INT64_MAX)
-                if not -limit - 1 <= n <= limit:
-                    raise ValueError(f"out of range for {t.name.lower()}")
-                if self.minimum is not None and n < self.minimum:
-                    raise ValueError(f"must be at least {self.minimum}")
-                return n
-            if t is ConfigType.DOUBLE:
-                return float(value)
-            if self.validator is not None:
+        parsed = _parse_type(self.name, value, self.type)
+        if self.check is not None:
+            _validate(self.name, parsed, self.check)
+        if self.validator is not None:
+            try:
                 self.validator(value)
-            if t is ConfigType.LIST:
-                items = [v.strip() for v in value.split(",") if v.strip()]
-                for item in items:
-                    if self.choices and item not in self.choices:
-                        raise ValueError(f"{item!r} is not one of {', '.join(self.choices)}")
-                return items
-        except ValueError as e:
-            raise ConfigError(f"invalid value {value!r} for {self.name}: {e}") from None
-        if self.choices and value not in self.choices:
-            raise ConfigError(
-                f"invalid value {value!r} for {self.name}: expected one of "
-                f"{', '.join(self.choices)}"
-            )
+            except ValueError as e:
+                raise invalid(value, self.name, str(e)) from None
+        return parsed
+
+
+def _parse_type(name: str, value: str, t: ConfigType) -> object:
+    trimmed = value.strip()
+    if t is ConfigType.BOOLEAN:
+        if trimmed.lower() not in ("true", "false"):
+            raise invalid(value, name, "Expected value to be either true or false")
+        return trimmed.lower() == "true"
+    if t.name in _LIMITS:
+        limit = _LIMITS[t.name]
+        if not _INTEGER.fullmatch(trimmed) or not -limit <= int(trimmed) < limit:
+            raise invalid(value, name, f"Not a number of type {t.name}")
+        return int(trimmed)
+    if t is ConfigType.DOUBLE:
+        try:
+            number = float(trimmed)
+        except ValueError:
+            number = None
+        if number is None or trimmed.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+            raise invalid(value, name, "Not a number of type DOUBLE")
+        return number
+    if t is ConfigType.LIST:
+        return [] if not trimmed else _SPLIT.split(trimmed)
+    if t is ConfigType.PASSWORD:
         return value
+    return trimmed
 
 
-def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
-    return {d.name: d for d in defs}
+def _java(value: object) -> str:
+    """How Java prints a parsed value (the text inside Kafka's messages)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        if value == 0 or 1e-3 <= abs(value) < 1e7:
+            return repr(value) if "e" not in repr(value) else f"{value:f}"
+        mantissa, exponent = f"{value:e}".split("e")
+        digits = (
+            repr(float(mantissa))
+            if float(mantissa) != math.floor(float(mantissa))
+            else (f"{float(mantissa):.1f}")
+        )
+        return f"{digits}E{int(exponent)}"
+    if isinstance(value, list):
+        return "[" + ", ".join(value) + "]"
+    return str(value)
+
+
+def _validate(name: str, value: Any, check: Mapping[str, Any]) -> None:
+    kind = check["kind"]
+    shown = _java(value)
+    if kind == "Range":
+        low, high = check.get("min"), check.get("max")
+        if low is not None and value < float(low):
+            raise invalid(shown, name, f"Value must be at least {low}")
+        if high is not None and value > float(high):
+            raise invalid(shown, name, f"Value must be no more than {high}")
+    elif kind == "LambdaValidator":
+        # "[1,...,9] or -1": a range, or one further value.
+        m = re.fullmatch(r"\[(-?\d+),\.\.\.,(-?\d+)\] or (-?\d+)", check["text"])
+        assert m is not None, check
+        low, high, other = map(int, m.groups())
+        if not (low <= value <= high or value == other):
+            raise invalid(
+                shown, name, f"Value must be between {low} and {high} or equal to {other}"
+            )
+    elif kind in ("ValidString", "CaseInsensitiveValidString"):
+        allowed = check["validStrings"]
+        if kind == "ValidString" and value not in allowed:
+            raise invalid(shown, name, "String must be one of: " + ", ".join(allowed))
+        if kind != "ValidString" and value.upper() not in [a.upper() for a in allowed]:
+            raise invalid(
+                shown, name, "String must be one of (case insensitive): " + ", ".join(allowed)
+            )
+    elif kind == "ValidList":
+        allowed = check["validString"]["validStrings"]
+        if not value and check["isEmptyAllowed"] != "true":
+            valid = f"[{', '.join(allowed)}]" if allowed else "any non-empty value"
+            raise ConfigError(
+                f"Configuration '{name}' must not be empty. Valid values include: {valid}"
+            )
+        if len(set(value)) != len(value):
+            raise ConfigError(f"Configuration '{name}' values must not be duplicated.")
+        for item in value:
+            if allowed and item not in allowed:
+                raise invalid(item, name, "String must be one of: " + ", ".join(allowed))
+    elif kind == "NonEmptyString":
+        if not value:
+            raise invalid(shown, name, "String must be non-empty")
+    elif kind == "ThrottledReplicaListValidator":
+        if value != ["*"] and not all(_REPLICA.fullmatch(v.strip()) for v in value):
+            raise invalid(
+                shown,
+                name,
+                f"{name} must be the literal '*' or a list of replicas in the following "
+                "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
+            )
+    # NonNullValidator holds for any string; the controller quorum's address checks concern
+    # read-only configs kafkagen does not use.
 
 
 def parse_version_caps(value: str) -> dict[int, int]:
@@ -165,6 +282,15 @@ def parse_version_caps(value: str) -> dict[int, int]:
     return caps
 
 
+def parse_throttled_replicas(value: str) -> frozenset[tuple[int, int]] | None:
+    """The ``partition:broker`` pairs of a ``*.replication.throttled.replicas`` value (one
+    the table's validator accepted), or None for ``*``: every replica."""
+    items = [i for i in _SPLIT.split(value.strip()) if i]
+    if items == [ALL_REPLICAS]:
+        return None
+    return frozenset((int(p), int(b)) for p, b in (item.split(":") for item in items))
+
+
 def _check_log_dirs(value: str) -> None:
     dirs = [d for d in value.split(",") if d.strip()]
     if len(dirs) != 1:
@@ -180,546 +306,38 @@ def _check_preset(value: str) -> None:
         preset_ranges(value)
 
 
-#: A throttled-replicas value naming every replica of the topic.
-ALL_REPLICAS = "*"
-
-
-def parse_throttled_replicas(value: str) -> frozenset[tuple[int, int]] | None:
-    """``partition:broker`` pairs of a ``*.replication.throttled.replicas`` value, or None
-    for ``*`` (every replica); raises ValueError for anything else."""
-    items = [i.strip() for i in value.split(",") if i.strip()]
-    if items == [ALL_REPLICAS]:
-        return None
-    pairs = set()
-    for item in items:
-        partition, sep, broker = (part.strip() for part in item.partition(":"))
-        if not sep or not partition.isdigit() or not broker.isdigit():
-            raise ValueError(
-                f"entry {item!r}: expected {ALL_REPLICAS} or partition:broker pairs "
-                "separated by commas (0:1,1:2)"
-            )
-        pairs.add((int(partition), int(broker)))
-    return frozenset(pairs)
-
-
-def _check_throttled_replicas(value: str) -> None:
-    parse_throttled_replicas(value)
-
-
 T = ConfigType
 
-#: Configs a topic may override. The defaults are those of the broker synonym.
-TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
-    ConfigDef(
-        "cleanup.policy",
-        T.LIST,
-        "delete",
-        "How old segments go: deleted by retention, or compacted by key.",
-        "log.cleanup.policy",
-        choices=("delete", "compact"),
-    ),
-    ConfigDef(
-        "compression.type",
-        T.STRING,
-        "producer",
-        "The codec the log keeps; 'producer' keeps whatever the producer sent.",
-        "compression.type",
-        choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-    ),
-    ConfigDef(
-        "delete.retention.ms",
-        T.LONG,
-        "86400000",
-        "How long tombstones stay readable on a compacted topic.",
-        "log.cleaner.delete.retention.ms",
-        minimum=0,
-    ),
-    ConfigDef(
-        "max.compaction.lag.ms",
-        T.LONG,
-        str(INT64_MAX),
-        "Longest a record may stay uncompacted: a segment older than this is cleaned "
-        "whatever the dirty ratio.",
-        "log.cleaner.max.compaction.lag.ms",
-        minimum=1,
-    ),
-    ConfigDef(
-        "min.cleanable.dirty.ratio",
-        T.DOUBLE,
-        "0.5",
-        "Share of the log that must be uncleaned before the cleaner compacts it.",
-        "log.cleaner.min.cleanable.ratio",
-    ),
-    ConfigDef(
-        "min.compaction.lag.ms",
-        T.LONG,
-        "0",
-        "Youngest a record may be and still be compacted away.",
-        "log.cleaner.min.compaction.lag.ms",
-        minimum=0,
-    ),
-    ConfigDef(
-        "max.message.bytes",
-        T.INT,
-        "1048588",
-        "The largest record batch the topic accepts, in bytes.",
-        "message.max.bytes",
-        minimum=0,
-    ),
-    ConfigDef(
-        "message.timestamp.type",
-        T.STRING,
-        "CreateTime",
-        "Whose clock stamps records: the producer's (CreateTime) or the broker's at append.",
-        "log.message.timestamp.type",
-        choices=("CreateTime", "LogAppendTime"),
-    ),
-    ConfigDef(
-        "message.timestamp.before.max.ms",
-        T.LONG,
-        str(INT64_MAX),
-        "How far a CreateTime timestamp may lie before the broker's clock.",
-        "log.message.timestamp.before.max.ms",
-        minimum=0,
-    ),
-    ConfigDef(
-        "message.timestamp.after.max.ms",
-        T.LONG,
-        "3600000",
-        "How far a CreateTime timestamp may lie after the broker's clock.",
-        "log.message.timestamp.after.max.ms",
-        minimum=0,
-    ),
-    ConfigDef(
-        "min.insync.replicas",
-        T.INT,
-        "1",
-        "In-sync replicas an acks=all write needs, or it fails with NOT_ENOUGH_REPLICAS.",
-        "min.insync.replicas",
-        minimum=1,
-    ),
-    ConfigDef(
-        "retention.bytes",
-        T.LONG,
-        "-1",
-        "Size a partition's log may reach before old batches go (-1: no limit).",
-        "log.retention.bytes",
-    ),
-    ConfigDef(
-        "retention.ms",
-        T.LONG,
-        "604800000",
-        "Age after which batches go (-1: kept forever).",
-        "log.retention.ms",
-        minimum=-1,
-    ),
-    ConfigDef(
-        "segment.bytes",
-        T.INT,
-        "1073741824",
-        "Size of one log segment; the cleaner never touches the last (active) one.",
-        "log.segment.bytes",
-        minimum=14,
-    ),
-    ConfigDef(
-        "segment.ms",
-        T.LONG,
-        "604800000",
-        "Time after which a segment is rolled, counted between batch timestamps.",
-        "log.roll.ms",
-        minimum=1,
-    ),
-    ConfigDef(
-        "unclean.leader.election.enable",
-        T.BOOLEAN,
-        "false",
-        "Whether a replica outside the ISR may become leader, losing data.",
-        "unclean.leader.election.enable",
-    ),
-    ConfigDef(
-        "leader.replication.throttled.replicas",
-        T.LIST,
-        "",
-        "Replicas whose leaders send within leader.replication.throttled.rate while a "
-        "follower outside the ISR copies them: partition:broker pairs, or * for all.",
-        validator=_check_throttled_replicas,
-    ),
-    ConfigDef(
-        "follower.replication.throttled.replicas",
-        T.LIST,
-        "",
-        "Replicas that copy their leader within follower.replication.throttled.rate while "
-        "outside the ISR: partition:broker pairs, or * for all.",
-        validator=_check_throttled_replicas,
-    ),
-)
+
+def _load(section: str, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, ConfigDef]:
+    out = {}
+    for name, e in entries.items():
+        synonyms = tuple(
+            Synonym(*s.split("|")) if section == "topic" else Synonym(s) for s in e["synonyms"]
+        )
+        out[name] = ConfigDef(
+            name,
+            ConfigType[e["type"]],
+            e["default"],
+            e["doc"],
+            synonyms=synonyms,
+            mode=e.get("mode", "per-topic"),
+            importance=e["importance"],
+            check=e.get("validator"),
+            internal=e.get("internal", False),
+            behaves=e["behaves"],
+        )
+    return out
 
 
-#: Listeners, TLS, SASL, authorisation and connection limits (see `listeners`, `sasl`,
-#: `authorizer`). All read-only: they take effect when the brokers start.
-SECURITY_CONFIGS = (
-    ConfigDef(
-        "listeners",
-        T.LIST,
-        "",
-        "NAME://host:port,... of each listener; broker i listens on each port + i. Empty: "
-        "one PLAINTEXT listener on the cluster's port.",
-        read_only=True,
-    ),
-    ConfigDef(
-        "listener.security.protocol.map",
-        T.LIST,
-        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-        "Listener name to security protocol.",
-        read_only=True,
-    ),
-    ConfigDef(
-        "sasl.enabled.mechanisms",
-        T.LIST,
-        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-        "SASL mechanisms SASL listeners accept (GSSAPI is not offered).",
-        read_only=True,
-    ),
-    ConfigDef("ssl.keystore.type", T.STRING, "PEM", "Only PEM is read.", read_only=True),
-    ConfigDef(
-        "ssl.keystore.location",
-        T.STRING,
-        None,
-        "PEM file with the broker's certificate chain and private key.",
-        read_only=True,
-    ),
-    ConfigDef(
-        "ssl.key.password",
-        T.PASSWORD,
-        None,
-        "Password of an encrypted private key.",
-        read_only=True,
-        sensitive=True,
-    ),
-    ConfigDef("ssl.truststore.type", T.STRING, "PEM", "Only PEM is read.", read_only=True),
-    ConfigDef(
-        "ssl.truststore.location",
-        T.STRING,
-        None,
-        "PEM file of the CA certificates client certificates are checked against.",
-        read_only=True,
-    ),
-    ConfigDef(
-        "ssl.client.auth",
-        T.STRING,
-        "none",
-        "Client certificates on SSL listeners: none, requested or required.",
-        read_only=True,
-        choices=("none", "requested", "required"),
-    ),
-    ConfigDef(
-        "authorizer.class.name",
-        T.STRING,
-        "",
-        "Any non-empty value enforces the ACLs with StandardAuthorizer semantics.",
-        read_only=True,
-    ),
-    ConfigDef(
-        "super.users",
-        T.STRING,
-        "",
-        "Principals allowed everything, separated by semicolons (User:alice;User:bob).",
-        read_only=True,
-    ),
-    ConfigDef(
-        "allow.everyone.if.no.acl.found",
-        T.BOOLEAN,
-        "false",
-        "Allow a request on a resource no ACL applies to.",
-        read_only=True,
-    ),
-    ConfigDef(
-        "max.connections.per.ip",
-        T.INT,
-        str(INT32_MAX),
-        "Open connections one client address may hold; further ones are closed at once.",
-        read_only=True,
-        minimum=0,
-    ),
-    ConfigDef(
-        "queued.max.request.bytes",
-        T.LONG,
-        "-1",
-        "Bytes of requests being read, across a broker's connections, before it stops "
-        "reading them (-1: no bound).",
-        read_only=True,
-    ),
-    ConfigDef(
-        "connections.max.idle.ms",
-        T.LONG,
-        "600000",
-        "A connection with no request for this long is closed.",
-        read_only=True,
-        minimum=1,
-    ),
-)
+_TABLE = json.loads(Path(__file__).with_name("catalogue.json").read_text("utf-8"))
 
+#: Every topic config of Kafka 4.4, by name.
+TOPIC_CONFIGS: dict[str, ConfigDef] = _load("topic", _TABLE["topic"])
 
-#: Broker configs. Those that are not topic synonyms are read-only unless marked otherwise.
-BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
-    ConfigDef("broker.id", T.INT, "0", "This broker's id.", read_only=True),
-    ConfigDef("node.id", T.INT, "0", "This node's id (same as broker.id).", read_only=True),
-    ConfigDef(
-        "num.partitions",
-        T.INT,
-        "1",
-        "Partitions of a topic created without a count.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "default.replication.factor",
-        T.INT,
-        "1",
-        "Replicas of a topic created without a replication factor.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "auto.create.topics.enable",
-        T.BOOLEAN,
-        "false",
-        "Create unknown topics named in Metadata requests that allow it. Off by default here.",
-    ),
-    ConfigDef("delete.topic.enable", T.BOOLEAN, "true", "Whether topics may be deleted."),
-    ConfigDef(
-        "socket.request.max.bytes",
-        T.INT,
-        "104857600",
-        "Largest request frame accepted; a larger size prefix closes the connection.",
-        read_only=True,
-        minimum=1,
-    ),
-    ConfigDef(
-        "max.connections",
-        T.INT,
-        "1000",
-        "Open connections a listener accepts; further ones are closed at once.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "queued.max.requests",
-        T.INT,
-        "500",
-        "Requests a connection may have in flight before the broker stops reading it.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "unstable.api.versions.enable",
-        T.BOOLEAN,
-        "false",
-        "Also advertise API versions that are still unstable.",
-        read_only=True,
-    ),
-    ConfigDef(
-        "offsets.topic.num.partitions",
-        T.INT,
-        "50",
-        "Partitions of __consumer_offsets.",
-        read_only=True,
-        minimum=1,
-    ),
-    ConfigDef(
-        "offsets.topic.replication.factor",
-        T.SHORT,
-        "3",
-        "Replicas of __consumer_offsets (capped at the number of brokers here).",
-        read_only=True,
-        minimum=1,
-    ),
-    ConfigDef(
-        "offsets.topic.segment.bytes",
-        T.INT,
-        "104857600",
-        "segment.bytes of __consumer_offsets when it is created: the cleaner compacts it "
-        "segment by segment.",
-        read_only=True,
-        minimum=1,
-    ),
-    ConfigDef(
-        "offsets.commit.timeout.ms",
-        T.INT,
-        "5000",
-        "How long an offset commit waits for the offsets topic's replicas.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "offsets.retention.minutes",
-        T.INT,
-        "10080",
-        "How long committed offsets of an empty group are kept.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "group.initial.rebalance.delay.ms",
-        T.INT,
-        "3000",
-        "How long the first rebalance of an empty group waits for more members.",
-        minimum=0,
-    ),
-    ConfigDef(
-        "group.min.session.timeout.ms",
-        T.INT,
-        "6000",
-        "Smallest session timeout a group member may ask for.",
-        minimum=0,
-    ),
-    ConfigDef(
-        "group.max.session.timeout.ms",
-        T.INT,
-        "1800000",
-        "Largest session timeout a group member may ask for.",
-        minimum=0,
-    ),
-    ConfigDef(
-        "group.max.size",
-        T.INT,
-        str(INT32_MAX),
-        "Members a classic group may hold.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "replica.lag.time.max.ms",
-        T.LONG,
-        "30000",
-        "How long a follower may lag before it leaves the ISR.",
-        minimum=0,
-    ),
-    ConfigDef(
-        "producer.id.expiration.ms",
-        T.INT,
-        "86400000",
-        "How long an idle producer's state is kept.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "log.dirs",
-        T.STRING,
-        None,
-        "Directory that keeps logs, offsets and cluster metadata across restarts "
-        "(unset: everything stays in memory).",
-        read_only=True,
-        validator=_check_log_dirs,
-    ),
-    ConfigDef(
-        "log.cleaner.enable",
-        T.BOOLEAN,
-        "true",
-        "Whether the brokers compact topics whose cleanup.policy has compact.",
-        read_only=True,
-    ),
-    ConfigDef(
-        "log.cleaner.backoff.ms",
-        T.LONG,
-        "15000",
-        "How long the cleaner sleeps when no log is due for cleaning.",
-        minimum=0,
-    ),
-    ConfigDef(
-        "log.retention.check.interval.ms",
-        T.LONG,
-        "300000",
-        "How often logs are trimmed by retention.ms and retention.bytes.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "transaction.state.log.num.partitions",
-        T.INT,
-        "50",
-        "Partitions of __transaction_state.",
-        read_only=True,
-        minimum=1,
-    ),
-    ConfigDef(
-        "transaction.state.log.replication.factor",
-        T.SHORT,
-        "3",
-        "Replicas of __transaction_state (capped at the number of brokers here).",
-        read_only=True,
-        minimum=1,
-    ),
-    ConfigDef(
-        "transaction.state.log.segment.bytes",
-        T.INT,
-        "104857600",
-        "segment.bytes of __transaction_state when it is created.",
-        read_only=True,
-        minimum=1,
-    ),
-    ConfigDef(
-        "transaction.max.timeout.ms",
-        T.INT,
-        "900000",
-        "Largest transaction timeout a producer may ask for.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "transactional.id.expiration.ms",
-        T.INT,
-        "604800000",
-        "How long an idle transactional id is kept.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "transaction.remove.expired.transaction.cleanup.interval.ms",
-        T.INT,
-        "3600000",
-        "How often transactional ids idle past transactional.id.expiration.ms are removed.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "max.request.pagination.size.limit",
-        T.INT,
-        "2000",
-        "Upper bound of ResponsePaginationLimit for paginated admin responses.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "max.request.partition.size.limit",
-        T.INT,
-        None,
-        "Upper bound of DescribeTopicPartitions' ResponsePartitionLimit "
-        "(unset: max.request.pagination.size.limit).",
-        minimum=1,
-    ),
-    ConfigDef(
-        "group.coordinator.rebalance.protocols",
-        T.LIST,
-        "classic,consumer",
-        "Group protocols the coordinator serves.",
-        choices=("classic", "consumer"),
-    ),
-    ConfigDef(
-        "group.consumer.session.timeout.ms",
-        T.INT,
-        "45000",
-        "How long a member of a consumer-protocol group lives without a heartbeat.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "group.consumer.heartbeat.interval.ms",
-        T.INT,
-        "5000",
-        "How often members of a consumer-protocol group are told to heartbeat.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "group.consumer.max.size",
-        T.INT,
-        str(INT32_MAX),
-        "Members a consumer-protocol group may hold.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "group.consumer.assignors",
-        T.LIST,
-        "uniform,range",
-        "Server-side assignors of consumer-protocol groups; the first is the default.",
-        choices=("uniform", "range"),
-    ),
+#: kafkagen's own broker configs, beside Kafka's: the API version caps, the release preset,
+#: the authorizer's settings and the pagination bound. All read-only but the bound.
+KAFKAGEN_CONFIGS = (
     ConfigDef(
         API_VERSION_MAX,
         T.LIST,
@@ -727,7 +345,6 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         "Highest version served per API, as Name:version or key:version pairs "
         "(FindCoordinator:3,OffsetFetch:7), to play an older broker. A capped version is "
         "neither advertised nor accepted; a cap below the lowest version hides the API.",
-        read_only=True,
         validator=_check_version_caps,
     ),
     ConfigDef(
@@ -737,64 +354,80 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         "Play the broker of a Kafka release (any minor release, 2.4 to 4.4): advertise and "
         "accept at most its versions of each API, and none of an API it did not have. "
         "kafkagen.api.version.max caps further.",
-        read_only=True,
         validator=_check_preset,
     ),
     ConfigDef(
-        "leader.replication.throttled.rate",
-        T.LONG,
-        str(INT64_MAX),
-        "Bytes per second this broker sends, as leader, of throttled replicas to followers "
-        "outside the ISR (see leader.replication.throttled.replicas).",
-        dynamic_only=True,
-        minimum=0,
+        "super.users",
+        T.STRING,
+        "",
+        "Principals allowed everything, separated by semicolons (User:alice;User:bob).",
     ),
     ConfigDef(
-        "follower.replication.throttled.rate",
-        T.LONG,
-        str(INT64_MAX),
-        "Bytes per second this broker copies, as follower, of throttled replicas while "
-        "outside the ISR (see follower.replication.throttled.replicas).",
-        dynamic_only=True,
-        minimum=0,
+        "allow.everyone.if.no.acl.found",
+        T.BOOLEAN,
+        "false",
+        "Allow a request on a resource no ACL applies to.",
     ),
     ConfigDef(
-        "replica.alter.log.dirs.io.max.bytes.per.second",
-        T.LONG,
-        str(INT64_MAX),
-        "Bytes per second of moves between a broker's log directories (stored only: a "
-        "broker here has one log directory).",
-        dynamic_only=True,
-        minimum=0,
-    ),
-    ConfigDef(
-        "replication.quota.window.num",
+        "max.request.pagination.size.limit",
         T.INT,
-        "11",
-        "Samples the replication throttles measure their rate over.",
-        read_only=True,
-        minimum=1,
+        "2000",
+        "Upper bound of ResponsePaginationLimit for paginated admin responses.",
+        mode="cluster-wide",
+        check={"kind": "Range", "min": "1"},
     ),
-    ConfigDef(
-        "replication.quota.window.size.seconds",
-        T.INT,
-        "1",
-        "Length of one sample of the replication throttles' rate.",
-        read_only=True,
-        minimum=1,
-    ),
-    *SECURITY_CONFIGS,
 )
 
-# Broker-level names of the topic configs (their synonyms), with the topic default.
-for _d in TOPIC_CONFIGS.values():
-    if _d.broker_synonym is not None and _d.broker_synonym not in BROKER_CONFIGS:
-        BROKER_CONFIGS[_d.broker_synonym] = ConfigDef(
-            _d.broker_synonym,
-            _d.type,
-            _d.default,
-            _d.doc,
-            choices=_d.choices,
-            minimum=_d.minimum,
-        )
-del _d
+#: Kafka's broker configs whose default kafkagen keeps different: the value, and why.
+KAFKAGEN_DEFAULTS: dict[str, tuple[str, str]] = {
+    "auto.create.topics.enable": ("false", "a test cluster should not grow topics from a typo"),
+    "max.connections": ("1000", "connections are bounded on a shared test machine"),
+    "group.coordinator.rebalance.protocols": ("classic,consumer", "streams groups are not served"),
+    "listeners": (
+        "",
+        "empty means one PLAINTEXT listener on the cluster's port, broker i on port + i",
+    ),
+    "listener.security.protocol.map": (
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "the same pairs as Kafka's, in a fixed order",
+    ),
+    "sasl.enabled.mechanisms": (
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "GSSAPI (Kerberos) is not offered",
+    ),
+    "ssl.keystore.type": ("PEM", "only PEM key stores are read"),
+    "ssl.truststore.type": ("PEM", "only PEM trust stores are read"),
+}
+
+#: kafkagen's further checks of Kafka's configs (what it can serve).
+_KAFKAGEN_CHECKS: dict[str, Validator] = {"log.dirs": _check_log_dirs}
+
+
+def _broker_configs() -> dict[str, ConfigDef]:
+    out = _load("broker", _TABLE["broker"])
+    for name, (default, _) in KAFKAGEN_DEFAULTS.items():
+        out[name] = replace(out[name], default=default)
+    # Empty listeners (one PLAINTEXT listener here) fail Kafka's check.
+    out["listeners"] = replace(out["listeners"], check=None)
+    for name, check in _KAFKAGEN_CHECKS.items():
+        out[name] = replace(out[name], validator=check)
+    out.update((d.name, d) for d in KAFKAGEN_CONFIGS)
+    return out
+
+
+#: Every broker config of Kafka 4.4 and kafkagen's own, by name.
+BROKER_CONFIGS: dict[str, ConfigDef] = _broker_configs()
+
+
+def topic_def(name: str) -> ConfigDef:
+    d = TOPIC_CONFIGS.get(name)
+    if d is None:
+        raise ConfigError(f"Unknown topic config name: {name}")
+    return d
+
+
+def broker_def(name: str) -> ConfigDef:
+    """A broker config's definition; Kafka keeps names it does not know as plain strings."""
+    return BROKER_CONFIGS.get(name) or ConfigDef(
+        name, T.STRING, None, "", mode="cluster-wide", behaves=False
+    )

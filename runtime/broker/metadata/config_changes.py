@@ -18,12 +18,12 @@ from kafkagen.runtime.errors import InvalidRequestError, UnknownTopicOrPartition
 
 from ..config.client_metrics import CLIENT_METRICS_CONFIGS, validate_client_metrics
 from ..config.definitions import (
-    BROKER_CONFIGS,
-    TOPIC_CONFIGS,
     ConfigDef,
     ConfigError,
     ConfigResourceType,
     ConfigType,
+    broker_def,
+    topic_def,
 )
 from ..config.store import ConfigStore
 from .cluster_metadata import ClusterMetadata
@@ -58,7 +58,7 @@ class _Target:
     """One resource's dynamic configs: what is set now, their definitions, how to store."""
 
     current: dict[str, str]
-    defs: Mapping[str, ConfigDef]
+    define: Callable[[str], ConfigDef]
     effective: Callable[[str], str | None]
     store: Callable[[dict[str, str]], None]
     validate: Callable[[Mapping[str, str | None]], None]
@@ -72,7 +72,7 @@ def _target(
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         return _Target(
             current=dict(store.topics.get(name, {})),
-            defs=TOPIC_CONFIGS,
+            define=topic_def,
             effective=lambda config: store.topic_raw(name, config)[0],
             store=lambda configs: store.set_topic_configs(name, configs),
             validate=store.validate_topic_configs,
@@ -82,10 +82,10 @@ def _target(
         current = store.dynamic_default if node < 0 else store.dynamic_broker.get(node, {})
         return _Target(
             current=dict(current),
-            defs=BROKER_CONFIGS,
+            define=broker_def,
             effective=lambda config: store.broker_raw(config, node)[0],
             store=lambda configs: store.set_dynamic_broker(None if node < 0 else node, configs),
-            validate=store.validate_dynamic_broker,
+            validate=lambda configs: store.validate_dynamic_broker(configs, node),
         )
     if resource_type == ConfigResourceType.CLIENT_METRICS:
         current = dict(metadata.client_metrics.get(name, {}))
@@ -143,9 +143,7 @@ def incremental_alter(
     target = _target(store, metadata, resource_type, name)
     new = target.current
     for config, op, value in ops:
-        d = target.defs.get(config)
-        if d is None:
-            raise ConfigError(f"unknown config {config!r}")
+        d = target.define(config)
         _apply(new, d, op, value, target.effective(config))
     target.validate(new)
     if not validate_only:
