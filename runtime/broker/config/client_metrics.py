@@ -16,7 +16,12 @@ from kafkagen.runtime.errors import InvalidConfigError, InvalidRequestError
 
 from .definitions import ConfigDef, ConfigType
 
-__all__ = ["CLIENT_METRICS_CONFIGS", "MATCH_SELECTORS", "validate_client_metrics"]
+__all__ = [
+    "CLIENT_METRICS_CONFIGS",
+    "MATCH_SELECTORS",
+    "client_metrics_def",
+    "validate_client_metrics",
+]
 
 METRICS = "metrics"
 INTERVAL_MS = "interval.ms"
@@ -40,6 +45,14 @@ CLIENT_METRICS_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(MATCH, ConfigType.LIST, "", "selector=regex pairs a client must match."),
     )
 }
+
+
+def client_metrics_def(name: str) -> ConfigDef:
+    """The definition of a client metrics config; Kafka's error for a name it has not."""
+    d = CLIENT_METRICS_CONFIGS.get(name)
+    if d is None:
+        raise InvalidRequestError(f"Unknown client metrics configuration: {name}")
+    return d
 
 
 def validate_client_metrics(configs: Mapping[str, str | None]) -> None:

@@ -28,7 +28,7 @@ from kafkagen.runtime.errors import (
 )
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from ..config.definitions import ConfigError
+from ..config.definitions import ConfigError, topic_def
 from ..config.store import ConfigStore
 from ..security.acls import (
     AclBinding,
@@ -138,7 +138,10 @@ class ClusterMetadata:
                 name,
                 partitions,
                 min(replication_factor, alive),
-                configs={"cleanup.policy": "compact", "segment.bytes": str(segment_bytes)},
+                configs={
+                    "cleanup.policy": "compact",
+                    _segment_config(segment_bytes): str(segment_bytes),
+                },
                 internal=True,
             )
         except KafkaError:
@@ -619,3 +622,12 @@ def _cluster_id() -> str:
     import base64
 
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+def _segment_config(segment_bytes: int) -> str:
+    """The topic config that carries a coordinator topic's segment size: segment.bytes, or
+    Kafka's internal.segment.bytes for a size below segment.bytes' floor (which
+    offsets.topic.segment.bytes and transaction.state.log.segment.bytes allow)."""
+    check = topic_def("segment.bytes").check or {}
+    floor = int(check.get("min") or 0)
+    return "internal.segment.bytes" if segment_bytes < floor else "segment.bytes"

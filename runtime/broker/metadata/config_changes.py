@@ -16,7 +16,11 @@ from dataclasses import dataclass
 
 from kafkagen.runtime.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
-from ..config.client_metrics import CLIENT_METRICS_CONFIGS, validate_client_metrics
+from ..config.client_metrics import (
+    CLIENT_METRICS_CONFIGS,
+    client_metrics_def,
+    validate_client_metrics,
+)
 from ..config.definitions import (
     ConfigDef,
     ConfigError,
@@ -91,7 +95,7 @@ def _target(
         current = dict(metadata.client_metrics.get(name, {}))
         return _Target(
             current=current,
-            defs=CLIENT_METRICS_CONFIGS,
+            define=client_metrics_def,
             effective=lambda config: current.get(config, CLIENT_METRICS_CONFIGS[config].default),
             store=lambda configs: metadata.set_client_metrics(name, configs),
             validate=validate_client_metrics,
