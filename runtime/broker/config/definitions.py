@@ -569,6 +569,22 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         minimum=1,
     ),
     ConfigDef(
+        "add.partitions.to.txn.retry.backoff.ms",
+        T.INT,
+        "20",
+        "Pause before a transactions v2 Produce asks a busy transaction coordinator again.",
+        read_only=True,
+        minimum=1,
+    ),
+    ConfigDef(
+        "add.partitions.to.txn.retry.backoff.max.ms",
+        T.INT,
+        "100",
+        "How long a transactions v2 Produce keeps asking a busy transaction coordinator.",
+        read_only=True,
+        minimum=0,
+    ),
+    ConfigDef(
         "max.request.pagination.size.limit",
         T.INT,
         "2000",

@@ -409,6 +409,8 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if epoch < txn.producer_epoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
+        if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS  # as Kafka: retriable, not refused
         if txn.state is not TxnState.ONGOING or tp not in txn.partitions:
             return ErrorCode.INVALID_TXN_STATE
         return 0
