@@ -912,29 +912,30 @@ def produce_v(
 ) -> Any:
     """The answer for TOPIC of a Produce at ``version`` (from v13 naming the topic by its id,
     or by ``topic_id``)."""
-    Req: Any = message_type(0, "request")
-    named: dict[str, Any]
-    if version < 13:
-        named = {"name": TOPIC}
-    else:
-        named = {"topic_id": topic_id or topic_ids(w)[TOPIC]}
-    r = w.call(
-        0,
-        version,
-        Req(
-            transactional_id=tid,
-            acks=-1,
-            timeout_ms=5000,
-            topic_data=[
-                Req.TopicProduceData(
-                    **named,
-                    partition_data=[Req.PartitionProduceData(index=partition, records=data)],
-                )
-            ],
-        ),
-    )
+    if version >= 13 and topic_id is None:
+        topic_id = topic_ids(w)[TOPIC]
+    r = w.call(0, version, produce_request(version, tid, partition, data, topic_id))
     [topic_response] = r.responses
     return topic_response
+
+
+def produce_request(
+    version: int, tid: str | None, partition: int, data: bytes, topic_id: uuid.UUID | None = None
+) -> Any:
+    """A Produce of ``data`` to TOPIC's ``partition`` (by ``topic_id`` from v13)."""
+    Req: Any = message_type(0, "request")
+    named: dict[str, Any] = {"name": TOPIC} if version < 13 else {"topic_id": topic_id}
+    return Req(
+        transactional_id=tid,
+        acks=-1,
+        timeout_ms=5000,
+        topic_data=[
+            Req.TopicProduceData(
+                **named,
+                partition_data=[Req.PartitionProduceData(index=partition, records=data)],
+            )
+        ],
+    )
 
 
 def topic_ids(w: WireClient) -> dict[str, Any]:
@@ -1063,19 +1064,23 @@ def test_produce_v12_waits_out_the_previous_transactions_markers() -> None:
         answers: collections.Counter[int] = collections.Counter()
         prepared = 0
         for i in range(n):
-            data = batch(pid, epoch, 0, [b"v%d" % i])
-            p = produce_v(lw, 12, tid, 1, data).partition_responses[0]
-            answers[p.error_code] += 1
+            # Two batches in flight at once, as a producer pipelines them: the second
+            # must not overtake the first while that one waits.
+            for seq, value in enumerate([b"v%d" % i, b"w%d" % i]):
+                lw.send(0, 12, produce_request(12, tid, 1, batch(pid, epoch, seq, [value])))
+            for _ in range(2):
+                [p] = lw.receive(0, 12)[1].responses[0].partition_responses
+                answers[p.error_code] += 1
             code, pid, epoch = end_txn_v5(w, tid, pid, epoch, i % 3 != 1)
             assert code == 0
             prepared += state_of(w, tid).startswith("Prepare")
         assert wait_for(lambda: state_of(w, tid).startswith("Complete"))
         # Every first batch met a transaction still completing, and was written once.
         assert prepared == n and slow.rounds == n
-        assert answers == {0: n}, answers
-        # Each batch sits before its own marker: commit, abort, commit, ...
+        assert answers == {0: 2 * n}, answers
+        # Each transaction's batches sit in order before its marker: commit, abort, ...
         got = fetch(lw, 1, start, 1)
-        assert values_of(got.records) == [b"v%d" % i for i in range(n)]
+        assert values_of(got.records) == [v % i for i in range(n) for v in (b"v%d", b"w%d")]
         kinds = [ABORT_MARKER if i % 3 == 1 else COMMIT_MARKER for i in range(n)]
         assert control_kinds(got.records) == kinds
         assert len(got.aborted_transactions) == n // 3

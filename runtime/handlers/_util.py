@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 
 from kafkagen.runtime.broker.api import RequestContext
@@ -164,17 +165,38 @@ def in_transaction(
         return
     clock = ctx.broker.replica_manager
     cfg = functools.partial(ctx.broker.configs.broker_int, broker_id=ctx.broker.node_id)
-    give_up_ms = clock.now() + cfg("add.partitions.to.txn.retry.backoff.max.ms")
+    give_up_ms = 0.0
+    # Kafka reads a connection's next request only once the last is answered, so a
+    # producer's batches reach its log in the order sent; here a later request of the
+    # same transactional id waits behind one that is waiting out the coordinator.
+    waiting = ctx.broker.txn_coordinator.waiting_produces
+
+    def start() -> None:
+        nonlocal give_up_ms
+        give_up_ms = clock.now() + cfg("add.partitions.to.txn.retry.backoff.max.ms")
+        ask()
+
+    def finish(codes: dict[TopicPartition, int]) -> None:
+        try:
+            then({tp: answer(code) for tp, code in codes.items() if code})
+        finally:
+            if wait_out_completion:
+                queue = waiting[transactional_id]
+                queue.popleft()
+                if queue:
+                    queue[0]()
+                else:
+                    del waiting[transactional_id]
 
     def ask() -> None:
         codes: dict[TopicPartition, int] = {}
-        waiting = len(producers)
+        pending = len(producers)
 
         def added(result: dict[TopicPartition, int]) -> None:
-            nonlocal waiting
+            nonlocal pending
             codes.update(result)
-            waiting -= 1
-            if waiting:
+            pending -= 1
+            if pending:
                 return
             if (
                 wait_out_completion
@@ -183,14 +205,20 @@ def in_transaction(
                 and _call_later(cfg("add.partitions.to.txn.retry.backoff.ms"), ask)
             ):
                 return
-            then({tp: answer(code) for tp, code in codes.items() if code})
+            finish(codes)
 
         for (pid, epoch), tps in producers.items():
             coordinator.add_partitions(
                 transactional_id, pid, epoch, tps, added, ends_with_bump=True
             )
 
-    ask()
+    if not wait_out_completion:
+        ask()
+        return
+    queue = waiting.setdefault(transactional_id, deque())
+    queue.append(start)
+    if len(queue) == 1:
+        start()
 
 
 def _call_later(delay_ms: int, fn: Callable[[], None]) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
@@ -169,6 +170,10 @@ class TransactionCoordinator:
         self._cfg = self.log.cfg
         self._retries: set[asyncio.TimerHandle] = set()
         self._expiry: asyncio.TimerHandle | None = None
+        #: Transactions v2 Produce requests on this broker waiting for the coordinator of
+        #: their transactional id, oldest first (each queue's head is asking): a later
+        #: batch of the same producer must not be appended before an earlier one.
+        self.waiting_produces: dict[str, deque[Callable[[], None]]] = {}
 
     # -- ownership --------------------------------------------------------------------
 
