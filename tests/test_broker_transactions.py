@@ -1087,8 +1087,9 @@ def test_produce_v12_waits_out_the_previous_transactions_markers() -> None:
 
 
 def test_slow_markers_neither_delay_end_txn_nor_look_like_missing_replicas() -> None:
-    """Markers far slower than the broker waits: EndTxn (v5 and before) is still answered
-    once the Prepare state is durable, a transactions v2 batch is answered
+    """Markers far slower than the broker waits: EndTxn is still answered once the
+    Prepare state is durable, the producer's next EndTxn CONCURRENT_TRANSACTIONS (as Kafka
+    4.4 answered it in the same state), a transactions v2 batch
     CONCURRENT_TRANSACTIONS, which the producer retries, and one before v12
     NOT_ENOUGH_REPLICAS, as Kafka maps a busy coordinator for older producers."""
     with slow_marker_cluster(1.5) as (c, w, lw, tid, slow):
@@ -1103,6 +1104,11 @@ def test_slow_markers_neither_delay_end_txn_nor_look_like_missing_replicas() -> 
         code, pid, epoch = end_txn_v5(w, tid, pid, epoch, True)
         assert code == 0 and time.monotonic() - began < 1.0
         assert state_of(w, tid) == "PrepareCommit"
+        # The next EndTxn, under the epoch the last one returned, waits as in Kafka: a
+        # commit or abort of nothing must not fence the producer or fail it.
+        for commit in (True, False):
+            code = end_txn_v5(w, tid, pid, epoch, commit)[0]
+            assert code == ErrorCode.CONCURRENT_TRANSACTIONS, code
         began = time.monotonic()
         p = produce_v(lw, 12, tid, 1, batch(pid, epoch, 0, [b"b"])).partition_responses[0]
         waited = time.monotonic() - began

@@ -495,6 +495,11 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         retry = retry_after_bump or retry_after_new_id
         if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            if not retry and epoch == txn.producer_epoch:
+                # The producer's next EndTxn (under the epoch this one returned) while the
+                # markers are still being written: Kafka, whose id is then in a pending
+                # transition, answers CONCURRENT_TRANSACTIONS and the producer retries.
+                return ErrorCode.CONCURRENT_TRANSACTIONS
             valid = retry
         elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
             valid = retry or epoch == txn.producer_epoch
