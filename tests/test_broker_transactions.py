@@ -6,6 +6,9 @@ DescribeTransactions with pagination."""
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import contextlib
 import dataclasses
 import functools
 import time
@@ -18,6 +21,7 @@ from broker_helpers import WireClient, req, txn_commit_offset
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.storage.partition import ABORT_MARKER, COMMIT_MARKER, parse_control_key
+from kafkagen.runtime.broker.transaction.transaction_coordinator import MarkerWriter
 from kafkagen.runtime.broker.transaction.transaction_state import (
     TxnSnapshot,
     TxnState,
@@ -908,29 +912,30 @@ def produce_v(
 ) -> Any:
     """The answer for TOPIC of a Produce at ``version`` (from v13 naming the topic by its id,
     or by ``topic_id``)."""
-    Req: Any = message_type(0, "request")
-    named: dict[str, Any]
-    if version < 13:
-        named = {"name": TOPIC}
-    else:
-        named = {"topic_id": topic_id or topic_ids(w)[TOPIC]}
-    r = w.call(
-        0,
-        version,
-        Req(
-            transactional_id=tid,
-            acks=-1,
-            timeout_ms=5000,
-            topic_data=[
-                Req.TopicProduceData(
-                    **named,
-                    partition_data=[Req.PartitionProduceData(index=partition, records=data)],
-                )
-            ],
-        ),
-    )
+    if version >= 13 and topic_id is None:
+        topic_id = topic_ids(w)[TOPIC]
+    r = w.call(0, version, produce_request(version, tid, partition, data, topic_id))
     [topic_response] = r.responses
     return topic_response
+
+
+def produce_request(
+    version: int, tid: str | None, partition: int, data: bytes, topic_id: uuid.UUID | None = None
+) -> Any:
+    """A Produce of ``data`` to TOPIC's ``partition`` (by ``topic_id`` from v13)."""
+    Req: Any = message_type(0, "request")
+    named: dict[str, Any] = {"name": TOPIC} if version < 13 else {"topic_id": topic_id}
+    return Req(
+        transactional_id=tid,
+        acks=-1,
+        timeout_ms=5000,
+        topic_data=[
+            Req.TopicProduceData(
+                **named,
+                partition_data=[Req.PartitionProduceData(index=partition, records=data)],
+            )
+        ],
+    )
 
 
 def topic_ids(w: WireClient) -> dict[str, Any]:
@@ -995,6 +1000,128 @@ def test_produce_v12_refusals_are_produce_errors(w: WireClient) -> None:
     # Before v12 the broker still only checks: not added is TRANSACTION_ABORTABLE.
     v11 = produce_v(w, 11, tid, 0, batch(pid, epoch + 1, 0, [b"x"])).partition_responses[0]
     assert v11.error_code == ErrorCode.TRANSACTION_ABORTABLE
+
+
+class SlowMarkers:
+    """A coordinator's marker writer that hands each round of markers on ``delay_s`` late,
+    as a loaded cluster does."""
+
+    def __init__(self, inner: MarkerWriter, delay_s: float) -> None:
+        self.inner = inner
+        self.delay_s = delay_s
+        self.rounds = 0
+
+    def write_txn_markers(self, node_id: int, markers: Any, timeout_ms: int, callback: Any) -> bool:
+        def send() -> None:
+            self.rounds += 1
+            if not self.inner.write_txn_markers(node_id, markers, timeout_ms, callback):
+                callback({})
+
+        asyncio.get_running_loop().call_later(self.delay_s, send)
+        return True
+
+
+@contextlib.contextmanager
+def slow_marker_cluster(
+    delay_s: float, **configs: str
+) -> Iterator[tuple[BackgroundCluster, WireClient, WireClient, str, SlowMarkers]]:
+    """Three brokers, TOPIC replicated on all of them, and a transactional id whose
+    coordinator writes markers ``delay_s`` late: (cluster, a client of the coordinator, a
+    client of the leader of TOPIC's partition 1, the id, the slow writer)."""
+    with BackgroundCluster(3, configs={**CONFIGS, **configs}) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 2, 3))
+        tid = new_id("slow-markers")
+        with WireClient(c.bootstrap) as w0:
+            node = w0.call(10, 3, req(10, key=tid, key_type=1)).node_id
+        tc = c.cluster.brokers[node].txn_coordinator
+        slow = SlowMarkers(tc._markers, delay_s)
+        c.call(lambda: setattr(tc, "_markers", slow))
+        coordinator, leader = md.brokers[node], md.brokers[md.partition(TOPIC, 1).leader]
+        with (
+            WireClient(f"{coordinator.host}:{coordinator.port}") as w,
+            WireClient(f"{leader.host}:{leader.port}") as lw,
+        ):
+            yield c, w, lw, tid, slow
+
+
+def test_produce_v12_waits_out_the_previous_transactions_markers() -> None:
+    """A transactions v2 producer sends its next transaction's first batch as soon as
+    EndTxn answers, while the coordinator is still writing the markers: the broker asks
+    the coordinator again until it can add the partition, as Kafka's does, instead of
+    answering NOT_ENOUGH_REPLICAS (which made the producer back off and reorder)."""
+    n = 12
+    with slow_marker_cluster(0.15, **{"add.partitions.to.txn.retry.backoff.max.ms": "5000"}) as (
+        c,
+        w,
+        lw,
+        tid,
+        slow,
+    ):
+        pid, epoch = init_ok(w, tid)
+        start = log_end(lw, 1)
+        answers: collections.Counter[int] = collections.Counter()
+        prepared = 0
+        for i in range(n):
+            # Two batches in flight at once, as a producer pipelines them: the second
+            # must not overtake the first while that one waits.
+            for seq, value in enumerate([b"v%d" % i, b"w%d" % i]):
+                lw.send(0, 12, produce_request(12, tid, 1, batch(pid, epoch, seq, [value])))
+            for _ in range(2):
+                [p] = lw.receive(0, 12)[1].responses[0].partition_responses
+                answers[p.error_code] += 1
+            code, pid, epoch = end_txn_v5(w, tid, pid, epoch, i % 3 != 1)
+            assert code == 0
+            prepared += state_of(w, tid).startswith("Prepare")
+        assert wait_for(lambda: state_of(w, tid).startswith("Complete"))
+        # Every first batch met a transaction still completing, and was written once.
+        assert prepared == n and slow.rounds == n
+        assert answers == {0: 2 * n}, answers
+        # Each transaction's batches sit in order before its marker: commit, abort, ...
+        got = fetch(lw, 1, start, 1)
+        assert values_of(got.records) == [v % i for i in range(n) for v in (b"v%d", b"w%d")]
+        kinds = [ABORT_MARKER if i % 3 == 1 else COMMIT_MARKER for i in range(n)]
+        assert control_kinds(got.records) == kinds
+        assert len(got.aborted_transactions) == n // 3
+
+
+def test_slow_markers_neither_delay_end_txn_nor_look_like_missing_replicas() -> None:
+    """Markers far slower than the broker waits: EndTxn is still answered once the
+    Prepare state is durable, the producer's next EndTxn CONCURRENT_TRANSACTIONS (as Kafka
+    4.4 answered it in the same state), a transactions v2 batch
+    CONCURRENT_TRANSACTIONS, which the producer retries, and one before v12
+    NOT_ENOUGH_REPLICAS, as Kafka maps a busy coordinator for older producers."""
+    with slow_marker_cluster(1.5) as (c, w, lw, tid, slow):
+        pid, epoch = init_ok(w, tid)
+        assert (
+            produce_v(lw, 12, tid, 1, batch(pid, epoch, 0, [b"a"]))
+            .partition_responses[0]
+            .error_code
+            == 0
+        )
+        began = time.monotonic()
+        code, pid, epoch = end_txn_v5(w, tid, pid, epoch, True)
+        assert code == 0 and time.monotonic() - began < 1.0
+        assert state_of(w, tid) == "PrepareCommit"
+        # The next EndTxn, under the epoch the last one returned, waits as in Kafka: a
+        # commit or abort of nothing must not fence the producer or fail it.
+        for commit in (True, False):
+            code = end_txn_v5(w, tid, pid, epoch, commit)[0]
+            assert code == ErrorCode.CONCURRENT_TRANSACTIONS, code
+        began = time.monotonic()
+        p = produce_v(lw, 12, tid, 1, batch(pid, epoch, 0, [b"b"])).partition_responses[0]
+        waited = time.monotonic() - began
+        assert p.error_code == ErrorCode.CONCURRENT_TRANSACTIONS, p
+        assert 0.1 <= waited < 1.0, waited  # asked again for add.partitions...max.ms (100)
+        p = produce_v(lw, 11, tid, 1, batch(pid, epoch, 0, [b"b"])).partition_responses[0]
+        assert p.error_code == ErrorCode.NOT_ENOUGH_REPLICAS, p
+        assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
+        p = produce_v(lw, 12, tid, 1, batch(pid, epoch, 0, [b"b"])).partition_responses[0]
+        assert p.error_code == 0, p
+        began = time.monotonic()
+        assert end_txn_v5(w, tid, pid, epoch, True) == (0, pid, epoch + 1)
+        assert time.monotonic() - began < 1.0
 
 
 def test_a_transactions_v2_producer_past_its_timeout_is_fenced(w: WireClient) -> None:

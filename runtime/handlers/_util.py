@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 
 from kafkagen.runtime.broker.api import RequestContext
@@ -111,6 +114,7 @@ def in_transaction(
     *,
     retriable: int,
     abortable: bool,
+    wait_out_completion: bool = False,
 ) -> None:
     """Ask the transaction coordinator of ``transactional_id`` about the partitions each
     (producer id, epoch) writes to: whether its open transaction has them, or with ``add``
@@ -121,9 +125,18 @@ def in_transaction(
     ``retriable``, a fenced epoch INVALID_PRODUCER_EPOCH, and a partition outside the
     transaction TRANSACTION_ABORTABLE when the request's version knows it (``abortable``),
     else INVALID_TXN_STATE.
+
+    ``wait_out_completion`` is a transactions v2 Produce, whose first batch commonly
+    arrives while the previous transaction's markers are still being written, or while
+    another partition is being added: as Kafka's broker does, the coordinator is asked
+    again every ``add.partitions.to.txn.retry.backoff.ms`` while it answers
+    CONCURRENT_TRANSACTIONS, for up to ``add.partitions.to.txn.retry.backoff.max.ms``;
+    after that CONCURRENT_TRANSACTIONS itself is the answer, which such a producer retries.
     """
 
     def answer(code: int) -> int:
+        if code == ErrorCode.CONCURRENT_TRANSACTIONS and wait_out_completion:
+            return code
         if code in _COORDINATOR_BUSY:
             return retriable
         if code == ErrorCode.PRODUCER_FENCED:
@@ -134,8 +147,8 @@ def in_transaction(
 
     node = ctx.broker.txn_coordinator.coordinator_for(transactional_id)
     coordinator = ctx.broker.peers.txn_coordinator_of(node)
-    refused: dict[TopicPartition, int] = {}
     if coordinator is None or not add:
+        refused: dict[TopicPartition, int] = {}
         for (pid, epoch), tps in producers.items():
             for tp in tps:
                 code = (
@@ -147,20 +160,75 @@ def in_transaction(
                     refused[tp] = answer(code)
         then(refused)
         return
-    waiting = len(producers)
-
-    def added(codes: dict[TopicPartition, int]) -> None:
-        nonlocal waiting
-        refused.update((tp, answer(code)) for tp, code in codes.items() if code)
-        waiting -= 1
-        if waiting == 0:
-            then(refused)
-
     if not producers:
-        then(refused)
+        then({})
         return
-    for (pid, epoch), tps in producers.items():
-        coordinator.add_partitions(transactional_id, pid, epoch, tps, added, ends_with_bump=True)
+    clock = ctx.broker.replica_manager
+    cfg = functools.partial(ctx.broker.configs.broker_int, broker_id=ctx.broker.node_id)
+    give_up_ms = 0.0
+    # Kafka reads a connection's next request only once the last is answered, so a
+    # producer's batches reach its log in the order sent; here a later request of the
+    # same transactional id waits behind one that is waiting out the coordinator.
+    waiting = ctx.broker.txn_coordinator.waiting_produces
+
+    def start() -> None:
+        nonlocal give_up_ms
+        give_up_ms = clock.now() + cfg("add.partitions.to.txn.retry.backoff.max.ms")
+        ask()
+
+    def finish(codes: dict[TopicPartition, int]) -> None:
+        try:
+            then({tp: answer(code) for tp, code in codes.items() if code})
+        finally:
+            if wait_out_completion:
+                queue = waiting[transactional_id]
+                queue.popleft()
+                if queue:
+                    queue[0]()
+                else:
+                    del waiting[transactional_id]
+
+    def ask() -> None:
+        codes: dict[TopicPartition, int] = {}
+        pending = len(producers)
+
+        def added(result: dict[TopicPartition, int]) -> None:
+            nonlocal pending
+            codes.update(result)
+            pending -= 1
+            if pending:
+                return
+            if (
+                wait_out_completion
+                and ErrorCode.CONCURRENT_TRANSACTIONS in codes.values()
+                and clock.now() < give_up_ms
+                and _call_later(cfg("add.partitions.to.txn.retry.backoff.ms"), ask)
+            ):
+                return
+            finish(codes)
+
+        for (pid, epoch), tps in producers.items():
+            coordinator.add_partitions(
+                transactional_id, pid, epoch, tps, added, ends_with_bump=True
+            )
+
+    if not wait_out_completion:
+        ask()
+        return
+    queue = waiting.setdefault(transactional_id, deque())
+    queue.append(start)
+    if len(queue) == 1:
+        start()
+
+
+def _call_later(delay_ms: int, fn: Callable[[], None]) -> bool:
+    """Run ``fn`` on the serving loop after ``delay_ms``; False when no loop is running."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    loop.call_later(delay_ms / 1000, fn)
+    return True
 
 
 #: The transaction coordinator's answers that mean "not now": busy, loading or moving.

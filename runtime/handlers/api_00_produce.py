@@ -12,6 +12,9 @@ verifies with AddPartitionsToTxn), and a partition outside the open transaction 
 INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11). From v12 (transactions v2, KIP-890)
 the broker adds the partitions to the transaction itself before writing, opening one if
 none is open; the coordinator's refusals become errors a producer knows from Produce.
+A coordinator still completing the previous transaction is asked again for a moment
+before the answer (see `in_transaction`), as Kafka's broker does: NOT_ENOUGH_REPLICAS
+stands for a busy coordinator only before v12.
 """
 
 from __future__ import annotations
@@ -192,6 +195,7 @@ def _check_transactional(
         checked,
         retriable=ErrorCode.NOT_ENOUGH_REPLICAS,
         abortable=version >= ABORTABLE_SINCE,
+        wait_out_completion=version >= ADDS_PARTITIONS_SINCE,
     )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
@@ -170,6 +171,10 @@ class TransactionCoordinator:
         self._cfg = self.log.cfg
         self._retries: set[asyncio.TimerHandle] = set()
         self._expiry: asyncio.TimerHandle | None = None
+        #: Transactions v2 Produce requests on this broker waiting for the coordinator of
+        #: their transactional id, oldest first (each queue's head is asking): a later
+        #: batch of the same producer must not be appended before an earlier one.
+        self.waiting_produces: dict[str, deque[Callable[[], None]]] = {}
 
     # -- ownership --------------------------------------------------------------------
 
@@ -410,6 +415,8 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if epoch < txn.producer_epoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
+        if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS  # as Kafka: retriable, not refused
         if txn.state is not TxnState.ONGOING or tp not in txn.partitions:
             return ErrorCode.INVALID_TXN_STATE
         return 0
@@ -489,6 +496,11 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         retry = retry_after_bump or retry_after_new_id
         if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            if not retry and epoch == txn.producer_epoch:
+                # The producer's next EndTxn (under the epoch this one returned) while the
+                # markers are still being written: Kafka, whose id is then in a pending
+                # transition, answers CONCURRENT_TRANSACTIONS and the producer retries.
+                return ErrorCode.CONCURRENT_TRANSACTIONS
             valid = retry
         elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
             valid = retry or epoch == txn.producer_epoch
