@@ -66,8 +66,18 @@ def validate_topic_name(name: str) -> None:
         )
     if not _LEGAL.fullmatch(name):
         raise InvalidTopicExceptionError(
-            f"topic name {name!r} may only hold ASCII letters, digits, '.', '_' and '-'"
+            f"Topic name is invalid: {name!r} contains one or more characters other than "
+            "ASCII alphanumerics, '.', '_' and '-'"
         )
+
+
+def _too_few_brokers(rf: int, brokers: Sequence[object]) -> str:
+    # Kafka 4.4's words: kafka-topics prints them, and scripts match on them
+    return (
+        f"Unable to replicate the partition {rf} time(s): The target replication factor of "
+        f"{rf} cannot be reached because only {len(brokers)} broker(s) are registered or some "
+        "brokers have all their log directories cordoned."
+    )
 
 
 class ClusterMetadata:
@@ -184,10 +194,7 @@ class ClusterMetadata:
             if replication_factor <= 0:
                 raise InvalidReplicationFactorError(f"replication factor must be positive: {name}")
             if replication_factor > len(brokers):
-                raise InvalidReplicationFactorError(
-                    f"replication factor {replication_factor} is larger than the "
-                    f"{len(brokers)} available broker(s)"
-                )
+                raise InvalidReplicationFactorError(_too_few_brokers(replication_factor, brokers))
             replicas = self._assign(num_partitions, replication_factor, brokers)
         topic = TopicInfo(
             name,
@@ -239,9 +246,7 @@ class ClusterMetadata:
         else:
             brokers = self.alive_brokers()
             if rf > len(brokers):
-                raise InvalidReplicationFactorError(
-                    f"replication factor {rf} is larger than the {len(brokers)} available brokers"
-                )
+                raise InvalidReplicationFactorError(_too_few_brokers(rf, brokers))
             replicas = self._assign(added, rf, brokers)
         if validate_only:
             return
