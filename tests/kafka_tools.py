@@ -136,14 +136,9 @@ class Side:
     # ------------------------------------------------------------------ normalising
 
     def output(self, exit_status: int, stdout: str, stderr: str) -> Output:
-        err = [ln for ln in stderr.splitlines() if ln.strip() and not _NOISE.match(ln)]
-        # A Java stack trace's frames say where, not what: the first line says what.
-        err = [ln for ln in err if not re.match(r"^\s+at |^\s*\.\.\. \d+ more", ln)]
-        return Output(
-            exit_status,
-            tuple(sorted(self.normalise(ln) for ln in stdout.splitlines() if ln.strip())),
-            tuple(self.normalise(ln) for ln in err),
-        )
+        out = [self.normalise(ln) for ln in _meaningful(stdout)]
+        err = [self.normalise(ln) for ln in _meaningful(stderr) if not _NOISE.match(ln)]
+        return Output(exit_status, tuple(sorted(_mask_columns(out))), tuple(_mask_columns(err)))
 
     def normalise(self, line: str) -> str:
         if line.startswith(("{", "[")):
@@ -182,6 +177,34 @@ def _normalise_json(value: object) -> object:
     return value
 
 
+def _meaningful(text: str) -> list[str]:
+    # A Java stack trace's frames say where, not what: its first line says what.
+    return [
+        ln for ln in text.splitlines()
+        if ln.strip() and not re.match(r"^\s+at |^\s*\.\.\. \d+ more", ln)
+    ]  # fmt: skip
+
+
+#: Table columns whose values a broker chooses: which node coordinates, producer ids, and
+#: how long something has taken.
+_CHOSEN_COLUMNS = {"Coordinator", "CoordinatorId", "ProducerId", "TransactionDurationMs"}
+
+
+def _mask_columns(lines: list[str]) -> list[str]:
+    """Rows of a whitespace-separated table with `_CHOSEN_COLUMNS` masked: a header row
+    names the columns, and a row of as many fields below it is one of its rows."""
+    out, chosen, width = [], set(), 0
+    for line in lines:
+        fields = line.split(" ")
+        if _CHOSEN_COLUMNS & set(fields):
+            chosen = {i for i, f in enumerate(fields) if f in _CHOSEN_COLUMNS}
+            width = len(fields)
+        elif chosen and width - 1 <= len(fields) <= width:  # an empty last column
+            line = " ".join("<chosen>" if i in chosen else f for i, f in enumerate(fields))
+        out.append(line)
+    return out
+
+
 def _node_list(m: re.Match[str]) -> str:
     ids = [i for i in m.group(2).split(",") if i]
     return f"{m.group(1)}: <{len(ids)} nodes>" if ids else f"{m.group(1)}:"
@@ -191,6 +214,7 @@ def _node_list(m: re.Match[str]) -> str:
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"/?(127\.0\.0\.1|localhost):\d+"), "<host:port>"),
     (re.compile(r"/127\.0\.0\.1\b"), "/<host>"),
+    (re.compile(r"<host:port>\s+\(\d+\)"), "<host:port> (<node>)"),
     # replica sets: which brokers hold a partition is the controller's free choice
     (
         re.compile(
@@ -203,7 +227,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(Leader|leader|Broker|broker|Coordinator \(ID\)|CoordinatorId|NodeId|LeaderId): ?\d+\b"), r"\1: <node>"),
     # 36-character UUIDs (member and instance ids), then Kafka's 22-character ids
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
-    (re.compile(r"(?<![\w<>-])[A-Za-z0-9_-]{22}(?![\w<>-])"), "<id>"),
+    (re.compile(r"(?<![\w<>-])(?=[A-Za-z]*[0-9_-])[A-Za-z0-9_-]{22}(?![\w<>-])"), "<id>"),
     # times: epoch milliseconds, ISO dates, durations
     (re.compile(r"\b1[5-9]\d{11}\b"), "<time>"),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?"), "<date>"),

@@ -166,7 +166,7 @@ class ClusterMetadata:
         """Create a topic (or only check that it could be); raises the Kafka error."""
         validate_topic_name(name)
         if name in self.topics:
-            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+            raise TopicAlreadyExistsError(f"Topic {name!r} already exists.")
         if _collides(name, self.topics):
             raise InvalidTopicExceptionError(
                 f"topic {name!r} collides with an existing topic ('.' and '_' are alike)"
@@ -223,12 +223,11 @@ class ClusterMetadata:
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         current = len(topic.partitions)
-        if count < current:
+        if count <= current:
             raise InvalidPartitionsError(
-                f"topic {name} has {current} partitions, which cannot decrease to {count}"
+                f"The topic {name} currently has {current} partition(s); "
+                f"{count} would not be an increase."
             )
-        if count == current:
-            raise InvalidPartitionsError(f"topic {name} already has {current} partitions")
         added = count - current
         rf = len(topic.partitions[0].replicas)
         if assignments is not None:
