@@ -62,15 +62,20 @@ def _wait_for_leaders(s: Side, name: str, partitions: int) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         md = a.list_topics(name, timeout=10).topics.get(name)
-        if md and md.error is None and len(md.partitions) == partitions and all(
-            p.leader >= 0 for p in md.partitions.values()
+        if (
+            md
+            and md.error is None
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
         ):
             return
         time.sleep(0.2)
     raise AssertionError(f"{name}: partitions without a leader after 30 s")
 
 
-def produce(s: Side, name: str, n: int, partitions: int = 1, start_ms: int = 1_700_000_000_000) -> None:
+def produce(
+    s: Side, name: str, n: int, partitions: int = 1, start_ms: int = 1_700_000_000_000
+) -> None:
     """``n`` keyed records into each partition, record i at create time start_ms + i*1000."""
     from confluent_kafka import Producer
 
@@ -87,7 +92,9 @@ def commit(s: Side, group: str, name: str, offsets: dict[int, int]) -> None:
 
     c = Consumer({"bootstrap.servers": s.bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
-        c.commit(offsets=[TopicPartition(name, p, o) for p, o in offsets.items()], asynchronous=False)
+        c.commit(
+            offsets=[TopicPartition(name, p, o) for p, o in offsets.items()], asynchronous=False
+        )
     finally:
         c.close()
 
@@ -152,17 +159,32 @@ def _(s: Side) -> list[Output]:
 @scenario("kafka-topics/create-existing")
 def _(s: Side) -> list[Output]:
     t = topic(s, "exists")
-    return [topics(s, "--create", "--topic", t, "--partitions", "1"), topics(s, "--create", "--if-not-exists", "--topic", t)]
+    return [
+        topics(s, "--create", "--topic", t, "--partitions", "1"),
+        topics(s, "--create", "--if-not-exists", "--topic", t),
+    ]
 
 
 @scenario("kafka-topics/create-with-configs")
 def _(s: Side) -> list[Output]:
     t = s.name("configured")
     return [
-        topics(s, "--create", "--topic", t, "--partitions", "2", "--replication-factor", "2",
-               "--config", "retention.ms=3600000", "--config", "cleanup.policy=compact"),
+        topics(
+            s,
+            "--create",
+            "--topic",
+            t,
+            "--partitions",
+            "2",
+            "--replication-factor",
+            "2",
+            "--config",
+            "retention.ms=3600000",
+            "--config",
+            "cleanup.policy=compact",
+        ),
         topics(s, "--describe", "--topic", t),
-    ]  # fmt: skip
+    ]
 
 
 @scenario("kafka-topics/create-replica-assignment")
@@ -287,23 +309,67 @@ def _(s: Side) -> list[Output]:
 @scenario("kafka-configs/topic-add-and-delete")
 def _(s: Side) -> list[Output]:
     t = topic(s, "cfgadd")
-    add = configs(s, "--entity-type", "topics", "--entity-name", t, "--alter",
-                  "--add-config", "retention.ms=1000000,segment.bytes=1048576")  # fmt: skip
+    add = configs(
+        s,
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        t,
+        "--alter",
+        "--add-config",
+        "retention.ms=1000000,segment.bytes=1048576",
+    )
     after_add = configs(s, "--entity-type", "topics", "--entity-name", t, "--describe")
-    delete = configs(s, "--entity-type", "topics", "--entity-name", t, "--alter", "--delete-config", "retention.ms")
-    return [add, after_add, delete, configs(s, "--entity-type", "topics", "--entity-name", t, "--describe")]
+    delete = configs(
+        s,
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        t,
+        "--alter",
+        "--delete-config",
+        "retention.ms",
+    )
+    return [
+        add,
+        after_add,
+        delete,
+        configs(s, "--entity-type", "topics", "--entity-name", t, "--describe"),
+    ]
 
 
 @scenario("kafka-configs/topic-bad-value")
 def _(s: Side) -> list[Output]:
     t = topic(s, "cfgbad")
-    return [configs(s, "--entity-type", "topics", "--entity-name", t, "--alter", "--add-config", "retention.ms=abc")]
+    return [
+        configs(
+            s,
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            t,
+            "--alter",
+            "--add-config",
+            "retention.ms=abc",
+        )
+    ]
 
 
 @scenario("kafka-configs/topic-unknown-config")
 def _(s: Side) -> list[Output]:
     t = topic(s, "cfgunk")
-    return [configs(s, "--entity-type", "topics", "--entity-name", t, "--alter", "--add-config", "no.such.config=1")]
+    return [
+        configs(
+            s,
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            t,
+            "--alter",
+            "--add-config",
+            "no.such.config=1",
+        )
+    ]
 
 
 @scenario("kafka-configs/broker-describe")
@@ -330,7 +396,9 @@ def _(s: Side) -> list[Output]:
 def _(s: Side) -> list[Output]:
     u = ("--entity-type", "users", "--entity-name", s.name("alice"))
     return [
-        configs(s, *u, "--alter", "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048"),
+        configs(
+            s, *u, "--alter", "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048"
+        ),
         configs(s, *u, "--describe"),
         configs(s, *u, "--alter", "--delete-config", "producer_byte_rate"),
         configs(s, *u, "--describe"),
@@ -348,8 +416,20 @@ def _(s: Side) -> list[Output]:
 
 @scenario("kafka-configs/quota-user-and-client")
 def _(s: Side) -> list[Output]:
-    uc = ("--entity-type", "users", "--entity-name", s.name("bob"), "--entity-type", "clients", "--entity-name", s.name("cli"))
-    return [configs(s, *uc, "--alter", "--add-config", "producer_byte_rate=4096"), configs(s, *uc, "--describe")]
+    uc = (
+        "--entity-type",
+        "users",
+        "--entity-name",
+        s.name("bob"),
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        s.name("cli"),
+    )
+    return [
+        configs(s, *uc, "--alter", "--add-config", "producer_byte_rate=4096"),
+        configs(s, *uc, "--describe"),
+    ]
 
 
 @scenario("kafka-configs/quota-ip")
@@ -372,7 +452,9 @@ def _(s: Side) -> list[Output]:
 # ---------------------------------------------------------------------- kafka-consumer-groups
 
 
-def committed_group(s: Side, suffix: str = "g", partitions: int = 2, records: int = 10) -> tuple[str, str]:
+def committed_group(
+    s: Side, suffix: str = "g", partitions: int = 2, records: int = 10
+) -> tuple[str, str]:
     """A topic of ``records`` per partition and a classic group committed at 4 on each."""
     t = topic(s, f"{suffix}-t", partitions=partitions)
     produce(s, t, records, partitions=partitions)
@@ -430,7 +512,10 @@ def _(s: Side) -> list[Output]:
     produce(s, t, 5)
     g = s.name("cl")
     consume(s, g, t, 5)
-    return [groups(s, "--describe", "--group", g, "--offsets"), groups(s, "--describe", "--group", g, "--state")]
+    return [
+        groups(s, "--describe", "--group", g, "--offsets"),
+        groups(s, "--describe", "--group", g, "--state"),
+    ]
 
 
 @scenario("kafka-consumer-groups/describe-unknown")
@@ -509,7 +594,13 @@ def _(s: Side) -> list[Output]:
     produce(s, t, 2)
     consume(s, s.name("kgc"), t, 2, protocol="consumer")
     run = lambda *a: own(s.run("kafka-groups", *boot("--list", *a)), s)  # noqa: E731
-    return [run(), run("--consumer"), run("--group-type", "classic"), run("--group-type", "consumer"), run("--share")]
+    return [
+        run(),
+        run("--consumer"),
+        run("--group-type", "classic"),
+        run("--group-type", "consumer"),
+        run("--share"),
+    ]
 
 
 # ---------------------------------------------------------------------- kafka-get-offsets
@@ -530,7 +621,9 @@ def _(s: Side) -> list[Output]:
 def _(s: Side) -> list[Output]:
     t = topic(s, "gt")
     produce(s, t, 6)
-    return [offsets(s, "--topic", t, "--time", str(1_700_000_000_000 + ms)) for ms in (0, 2500, 99_000)]
+    return [
+        offsets(s, "--topic", t, "--time", str(1_700_000_000_000 + ms)) for ms in (0, 2500, 99_000)
+    ]
 
 
 @scenario("kafka-get-offsets/partitions-and-regex")
@@ -556,8 +649,18 @@ def _(s: Side) -> list[Output]:
 def _(s: Side) -> list[Output]:
     t = topic(s, "dr", partitions=2)
     produce(s, t, 8, partitions=2)
-    plan = s.file("delete.json", json.dumps({"version": 1, "partitions": [
-        {"topic": t, "partition": 0, "offset": 3}, {"topic": t, "partition": 1, "offset": -1}]}))  # fmt: skip
+    plan = s.file(
+        "delete.json",
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": t, "partition": 0, "offset": 3},
+                    {"topic": t, "partition": 1, "offset": -1},
+                ],
+            }
+        ),
+    )
     out = s.run("kafka-delete-records", *boot("--offset-json-file", plan))
     return [out, offsets(s, "--topic", t, "--time", "-2")]
 
@@ -566,7 +669,10 @@ def _(s: Side) -> list[Output]:
 def _(s: Side) -> list[Output]:
     t = topic(s, "drh")
     produce(s, t, 2)
-    plan = s.file("delete.json", json.dumps({"version": 1, "partitions": [{"topic": t, "partition": 0, "offset": 10}]}))
+    plan = s.file(
+        "delete.json",
+        json.dumps({"version": 1, "partitions": [{"topic": t, "partition": 0, "offset": 10}]}),
+    )
     return [s.run("kafka-delete-records", *boot("--offset-json-file", plan))]
 
 
@@ -578,8 +684,17 @@ def reassign(s: Side, *args: str) -> Output:
 
 
 def plan_for(s: Side, t: str, partitions: int, replicas: list[list[int]]) -> str:
-    return s.file(f"plan-{t}.json", json.dumps({"version": 1, "partitions": [
-        {"topic": t, "partition": p, "replicas": replicas[p]} for p in range(partitions)]}))  # fmt: skip
+    return s.file(
+        f"plan-{t}.json",
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": t, "partition": p, "replicas": replicas[p]} for p in range(partitions)
+                ],
+            }
+        ),
+    )
 
 
 @scenario("kafka-reassign-partitions/generate")
@@ -614,8 +729,14 @@ def _(s: Side) -> list[Output]:
     t = topic(s, "rc", partitions=1, rf=1)
     plan = plan_for(s, t, 1, [[0, 1]])
     listed = reassign(s, "--list")
-    return [Output(listed.exit, tuple(ln for ln in listed.stdout if "<p>" in ln or "No" in ln), listed.stderr),
-            reassign(s, "--cancel", "--reassignment-json-file", plan)]  # fmt: skip
+    return [
+        Output(
+            listed.exit,
+            tuple(ln for ln in listed.stdout if "<p>" in ln or "No" in ln),
+            listed.stderr,
+        ),
+        reassign(s, "--cancel", "--reassignment-json-file", plan),
+    ]
 
 
 @scenario("kafka-reassign-partitions/unknown-broker")
@@ -653,7 +774,10 @@ def _(s: Side) -> list[Output]:
 @scenario("kafka-leader-election/path-to-json-file")
 def _(s: Side) -> list[Output]:
     t = topic(s, "lej", partitions=2)
-    f = s.file("elect.json", json.dumps({"partitions": [{"topic": t, "partition": 0}, {"topic": t, "partition": 1}]}))
+    f = s.file(
+        "elect.json",
+        json.dumps({"partitions": [{"topic": t, "partition": 0}, {"topic": t, "partition": 1}]}),
+    )
     return [elect(s, "--election-type", "preferred", "--path-to-json-file", f)]
 
 
@@ -677,7 +801,9 @@ def open_transaction(s: Side, suffix: str, commit_it: bool) -> tuple[str, str]:
 
     t = topic(s, f"{suffix}-t")
     tid = s.name(suffix)
-    p = Producer({"bootstrap.servers": s.bootstrap, "transactional.id": tid, "transaction.timeout.ms": 60000})
+    p = Producer(
+        {"bootstrap.servers": s.bootstrap, "transactional.id": tid, "transaction.timeout.ms": 60000}
+    )
     p.init_transactions(30)
     p.begin_transaction()
     for i in range(3):
@@ -733,18 +859,43 @@ def acls(s: Side, *args: str) -> Output:
 def _(s: Side) -> list[Output]:
     t = s.name("acl")
     rule = ("--allow-principal", f"User:{s.name('alice')}", "--operation", "Read", "--topic", t)
-    return [acls(s, "--add", *rule), acls(s, "--list", "--topic", t), acls(s, "--remove", "--force", *rule)]
+    return [
+        acls(s, "--add", *rule),
+        acls(s, "--list", "--topic", t),
+        acls(s, "--remove", "--force", *rule),
+    ]
 
 
 @scenario("kafka-acls/producer-convenience")
 def _(s: Side) -> list[Output]:
-    return [acls(s, "--add", "--allow-principal", f"User:{s.name('p')}", "--producer", "--topic", s.name("pt"))]
+    return [
+        acls(
+            s,
+            "--add",
+            "--allow-principal",
+            f"User:{s.name('p')}",
+            "--producer",
+            "--topic",
+            s.name("pt"),
+        )
+    ]
 
 
 @scenario("kafka-acls/consumer-convenience")
 def _(s: Side) -> list[Output]:
-    return [acls(s, "--add", "--allow-principal", f"User:{s.name('c')}", "--consumer",
-                 "--topic", s.name("ct"), "--group", s.name("cg"))]  # fmt: skip
+    return [
+        acls(
+            s,
+            "--add",
+            "--allow-principal",
+            f"User:{s.name('c')}",
+            "--consumer",
+            "--topic",
+            s.name("ct"),
+            "--group",
+            s.name("cg"),
+        )
+    ]
 
 
 # ---------------------------------------------------------------------- cluster-wide tools
@@ -777,7 +928,9 @@ def _(s: Side) -> list[Output]:
     n = s.name("cm")
     cm = lambda *a: s.run("kafka-client-metrics", *boot(*a))  # noqa: E731
     return [
-        cm("--alter", "--name", n, "--metrics", "org.apache.kafka.producer.", "--interval", "60000"),
+        cm(
+            "--alter", "--name", n, "--metrics", "org.apache.kafka.producer.", "--interval", "60000"
+        ),
         cm("--describe", "--name", n),
         own(cm("--list"), s),
         cm("--delete", "--name", n),
@@ -800,9 +953,23 @@ def counts(out: Output, keep: Callable[[str], str | None]) -> Output:
 @scenario("kafka-verifiable-producer/and-consumer")
 def _(s: Side) -> list[Output]:
     t = topic(s, "vp", partitions=2)
-    produced = s.run("kafka-verifiable-producer", *boot("--topic", t, "--max-messages", "1000", "--acks", "-1"))
-    consumed = s.run("kafka-verifiable-consumer", *boot("--topic", t, "--group-id", s.name("vc"),
-                     "--max-messages", "1000", "--reset-policy", "earliest", "--verbose"))  # fmt: skip
+    produced = s.run(
+        "kafka-verifiable-producer", *boot("--topic", t, "--max-messages", "1000", "--acks", "-1")
+    )
+    consumed = s.run(
+        "kafka-verifiable-consumer",
+        *boot(
+            "--topic",
+            t,
+            "--group-id",
+            s.name("vc"),
+            "--max-messages",
+            "1000",
+            "--reset-policy",
+            "earliest",
+            "--verbose",
+        ),
+    )
 
     def events(out: Output, *names: str) -> dict[str, int]:
         seen: dict[str, int] = {}
@@ -814,30 +981,84 @@ def _(s: Side) -> list[Output]:
 
     sent = events(produced, "producer_send_success", "producer_send_error")
     got = events(consumed, "records_consumed")
-    summary = (f"sent={sent}", f"consumed={got}", f"exactly_once={sent.get('producer_send_success') == got.get('records_consumed') == 1000}")
-    return [Output(produced.exit, summary, produced.stderr), Output(consumed.exit, (), consumed.stderr)]
+    summary = (
+        f"sent={sent}",
+        f"consumed={got}",
+        f"exactly_once={sent.get('producer_send_success') == got.get('records_consumed') == 1000}",
+    )
+    return [
+        Output(produced.exit, summary, produced.stderr),
+        Output(consumed.exit, (), consumed.stderr),
+    ]
 
 
 @scenario("kafka-producer-perf-test/20000")
 def _(s: Side) -> list[Output]:
     t = topic(s, "perf", partitions=3, rf=1)
-    out = s.run("kafka-producer-perf-test", "--topic", t, "--num-records", "20000", "--record-size", "100",
-                "--throughput", "-1", "--producer-props", "bootstrap.servers={bootstrap}", "acks=all")  # fmt: skip
-    return [counts(out, lambda ln: m.group(1) if (m := re.match(r"(\d+) records sent, ", ln)) and "99th" in ln else None)]
+    out = s.run(
+        "kafka-producer-perf-test",
+        "--topic",
+        t,
+        "--num-records",
+        "20000",
+        "--record-size",
+        "100",
+        "--throughput",
+        "-1",
+        "--producer-props",
+        "bootstrap.servers={bootstrap}",
+        "acks=all",
+    )
+    return [
+        counts(
+            out,
+            lambda ln: (
+                m.group(1)
+                if (m := re.match(r"(\d+) records sent, ", ln)) and "99th" in ln
+                else None
+            ),
+        )
+    ]
 
 
 @scenario("kafka-consumer-perf-test/20000")
 def _(s: Side) -> list[Output]:
     t = topic(s, "cperf", partitions=2, rf=1)
-    s.run("kafka-producer-perf-test", "--topic", t, "--num-records", "20000", "--record-size", "100",
-          "--throughput", "-1", "--producer-props", "bootstrap.servers={bootstrap}")  # fmt: skip
-    out = s.run("kafka-consumer-perf-test", *boot("--topic", t, "--messages", "20000", "--group", s.name("cpg")))
+    s.run(
+        "kafka-producer-perf-test",
+        "--topic",
+        t,
+        "--num-records",
+        "20000",
+        "--record-size",
+        "100",
+        "--throughput",
+        "-1",
+        "--producer-props",
+        "bootstrap.servers={bootstrap}",
+    )
+    out = s.run(
+        "kafka-consumer-perf-test",
+        *boot("--topic", t, "--messages", "20000", "--group", s.name("cpg")),
+    )
     # data row: start, end, MB, MB/s, records, records/s, ...: only the record count is compared
-    return [counts(out, lambda ln: ln.split(",")[4].strip() if ln.count(",") > 5 and "start.time" not in ln else None)]
+    return [
+        counts(
+            out,
+            lambda ln: (
+                ln.split(",")[4].strip() if ln.count(",") > 5 and "start.time" not in ln else None
+            ),
+        )
+    ]
 
 
 @scenario("kafka-e2e-latency/500")
 def _(s: Side) -> list[Output]:
     t = topic(s, "e2e", rf=1)
     out = s.run("kafka-e2e-latency", "{bootstrap}", t, "500", "1", "100")
-    return [counts(out, lambda ln: ln.split(":")[0] if ln.startswith(("Avg latency", "Percentiles")) else None)]
+    return [
+        counts(
+            out,
+            lambda ln: ln.split(":")[0] if ln.startswith(("Avg latency", "Percentiles")) else None,
+        )
+    ]

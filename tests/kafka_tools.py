@@ -15,8 +15,7 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -58,7 +57,9 @@ def classpath() -> str:
     """kafka-tools and kafka_2.13 with their dependencies, resolved once (cached by Maven)."""
     from kafkagen.maven import classpath as resolve
 
-    jars = resolve([f"org.apache.kafka:kafka-tools:{KAFKA}", f"org.apache.kafka:kafka_2.13:{KAFKA}"])
+    jars = resolve(
+        [f"org.apache.kafka:kafka-tools:{KAFKA}", f"org.apache.kafka:kafka_2.13:{KAFKA}"]
+    )
     return os.pathsep.join(map(str, jars))
 
 
@@ -88,17 +89,13 @@ class Side:
     prefix: str
     workdir: Path
     timeout: float = 120.0
-    #: Literal texts to replace (e.g. a group member's id read from the cluster).
-    aliases: dict[str, str] = field(default_factory=dict)
 
     def name(self, suffix: str) -> str:
         return f"{self.prefix}-{suffix}"
 
     # ------------------------------------------------------------------ running tools
 
-    def run_raw(
-        self, tool: str, *args: str, stdin: str | None = None, timeout: float | None = None
-    ) -> subprocess.CompletedProcess[str]:
+    def run(self, tool: str, *args: str, timeout: float | None = None) -> Output:
         """``tool`` (a script name from `MAIN_CLASSES`) with ``args``; ``{bootstrap}`` in
         an argument is this side's bootstrap."""
         java = shutil.which("java") or "java"
@@ -114,17 +111,9 @@ class Side:
             MAIN_CLASSES[tool],
             *(a.replace("{bootstrap}", self.bootstrap) for a in args),
         ]
-        return subprocess.run(
-            argv,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout or self.timeout,
-            cwd=self.workdir,
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout or self.timeout, cwd=self.workdir
         )
-
-    def run(self, tool: str, *args: str, stdin: str | None = None, timeout: float | None = None) -> Output:
-        done = self.run_raw(tool, *args, stdin=stdin, timeout=timeout)
         return self.output(done.returncode, done.stdout, done.stderr)
 
     def file(self, name: str, text: str) -> str:
@@ -152,8 +141,6 @@ class Side:
         return " ".join(line.split())
 
     def _names(self, line: str) -> str:
-        for literal, alias in self.aliases.items():
-            line = line.replace(literal, alias)
         return line.replace(self.prefix, "<p>")
 
 
@@ -219,12 +206,18 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"\b(Replicas|Isr|Elr|LastKnownElr|Adding Replicas|Removing Replicas"
-            r"|Replica Ids|replicas|Current partition replica assignment)"
+            r"|Replica Ids|replicas)"
             r": ?([\d,]*)"
         ),
         _node_list,
     ),
-    (re.compile(r"\b(Leader|leader|Broker|broker|Coordinator \(ID\)|CoordinatorId|NodeId|LeaderId): ?\d+\b"), r"\1: <node>"),
+    (
+        re.compile(
+            r"\b(Leader|leader|Broker|broker|Coordinator \(ID\)|CoordinatorId|NodeId|LeaderId)"
+            r": ?\d+\b"
+        ),
+        r"\1: <node>",
+    ),
     # 36-character UUIDs (member and instance ids), then Kafka's 22-character ids
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
     (re.compile(r"(?<![\w<>-])(?=[A-Za-z]*[0-9_-])[A-Za-z0-9_-]{22}(?![\w<>-])"), "<id>"),
@@ -232,13 +225,3 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b1[5-9]\d{11}\b"), "<time>"),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?"), "<date>"),
 )
-
-
-def workdir(root: Path, scenario: str, side: str) -> Path:
-    path = root / scenario.replace("/", "_") / side
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def temp_root() -> Path:
-    return Path(tempfile.mkdtemp(prefix="kafkagen-tools-"))

@@ -86,7 +86,9 @@ def kafkagen_three() -> Iterator[BrokerProcess]:
         yield broker
 
 
-def run_both(sc: ToolScenario, bootstraps: dict[str, str], root: Path, prefix: str) -> dict[str, list[Output] | str]:
+def run_both(
+    sc: ToolScenario, bootstraps: dict[str, str], root: Path, prefix: str
+) -> dict[str, list[Output] | str]:
     """``sc`` on each cluster at once; a side that fails in its set-up gives its error."""
 
     def one(label: str) -> list[Output] | str:
@@ -98,7 +100,7 @@ def run_both(sc: ToolScenario, bootstraps: dict[str, str], root: Path, prefix: s
             return f"{type(e).__name__}: {e}"
 
     with ThreadPoolExecutor(2) as pool:
-        return dict(zip(bootstraps, pool.map(one, bootstraps)))
+        return dict(zip(bootstraps, pool.map(one, bootstraps), strict=True))
 
 
 @pytest.mark.slow
@@ -119,7 +121,7 @@ def test_kafkas_tools_agree_with_kafka_or_the_difference_is_documented(
         ))  # fmt: skip
     documented = load_documented(DOC)
     errors, differ, agree = [], [], []
-    for sc, got in zip(SCENARIOS, results):
+    for sc, got in zip(SCENARIOS, results, strict=True):
         if any(isinstance(v, str) for v in got.values()):
             errors.append(f"{sc.name}: {got}")
         elif got["kafkagen"] == got["kafka"]:
@@ -128,7 +130,7 @@ def test_kafkas_tools_agree_with_kafka_or_the_difference_is_documented(
             differ.append(sc.name)
             if sc.name not in documented:
                 print(f"--- {sc.name}")
-                for a, b in zip(got["kafkagen"], got["kafka"]):  # type: ignore[arg-type]
+                for a, b in zip(got["kafkagen"], got["kafka"], strict=False):  # type: ignore[arg-type]
                     if a != b:
                         print(f"kafkagen: {a.describe()}\nkafka:    {b.describe()}")
     open_ = [n for n in differ if n not in documented]
@@ -140,5 +142,7 @@ def test_kafkas_tools_agree_with_kafka_or_the_difference_is_documented(
     assert len(SCENARIOS) >= 60
     assert errors == [], "scenarios that stopped:\n" + "\n".join(errors)
     assert open_ == [], f"differences not in docs/conformance.md: {open_}"
-    stale = [n for n in agree if n in documented and not documented[n].startswith("varies between runs")]
+    stale = [
+        n for n in agree if n in documented and not documented[n].startswith("varies between runs")
+    ]
     assert stale == [], f"documented in docs/conformance.md but now agreeing: {stale}"
