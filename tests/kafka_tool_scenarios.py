@@ -13,6 +13,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from kafka_tools import Output, Side
 
@@ -73,28 +74,44 @@ def _wait_for_leaders(s: Side, name: str, partitions: int) -> None:
     raise AssertionError(f"{name}: partitions without a leader after 30 s")
 
 
-def produce(
-    s: Side, name: str, n: int, partitions: int = 1, start_ms: int = 1_700_000_000_000
-) -> None:
-    """``n`` keyed records into each partition, record i at create time start_ms + i*1000."""
+#: The create time of the first record a scenario writes, the same on both clusters: ten
+#: minutes ago, whole seconds (old records would fall to Kafka's 7-day time retention).
+BASE_MS = (int(time.time()) - 600) * 1000
+
+
+def produce(s: Side, name: str, n: int, partitions: int = 1) -> None:
+    """``n`` keyed records into each partition, record i at create time BASE_MS + i*1000."""
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": s.bootstrap, "acks": "all", "linger.ms": 5})
     for part in range(partitions):
         for i in range(n):
-            p.produce(name, b"v%d" % i, b"k%d" % i, partition=part, timestamp=start_ms + i * 1000)
+            p.produce(name, b"v%d" % i, b"k%d" % i, partition=part, timestamp=BASE_MS + i * 1000)
     assert p.flush(30) == 0, f"{name}: records not acknowledged in 30 s"
 
 
 def commit(s: Side, group: str, name: str, offsets: dict[int, int]) -> None:
     """Commit ``offsets`` for ``group`` without joining it (a classic, empty group)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    retriable = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
 
     c = Consumer({"bootstrap.servers": s.bootstrap, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + 30
     try:
-        c.commit(
-            offsets=[TopicPartition(name, p, o) for p, o in offsets.items()], asynchronous=False
-        )
+        while True:  # a coordinator still loading or moving answers with a retriable error
+            try:
+                c.commit(offsets=[TopicPartition(name, p, o) for p, o in offsets.items()],
+                         asynchronous=False)  # fmt: skip
+                return
+            except KafkaException as e:
+                if e.args[0].code() not in retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         c.close()
 
@@ -557,8 +574,9 @@ def _(s: Side) -> list[Output]:
 
 @scenario("kafka-consumer-groups/reset-to-datetime")
 def _(s: Side) -> list[Output]:
-    # records were written one second apart from 2023-11-14T22:13:20Z: the sixth is at :25
-    return reset(s, ("--to-datetime", "2023-11-14T22:13:25.000"), execute=True)
+    # records are one second apart from BASE_MS: the sixth is at BASE_MS + 5 s (UTC here)
+    sixth = datetime.fromtimestamp(BASE_MS / 1000 + 5, UTC)
+    return reset(s, ("--to-datetime", sixth.strftime("%Y-%m-%dT%H:%M:%S.000")), execute=True)
 
 
 @scenario("kafka-consumer-groups/reset-by-duration")
@@ -621,9 +639,7 @@ def _(s: Side) -> list[Output]:
 def _(s: Side) -> list[Output]:
     t = topic(s, "gt")
     produce(s, t, 6)
-    return [
-        offsets(s, "--topic", t, "--time", str(1_700_000_000_000 + ms)) for ms in (0, 2500, 99_000)
-    ]
+    return [offsets(s, "--topic", t, "--time", str(BASE_MS + ms)) for ms in (0, 2500, 99_000)]
 
 
 @scenario("kafka-get-offsets/partitions-and-regex")

@@ -139,10 +139,12 @@ def test_kafkas_tools_agree_with_kafka_or_the_difference_is_documented(
         f"{len(differ) - len(open_)} documented, {len(open_)} open, {len(errors)} errors "
         f"({time.monotonic() - started:.0f} s)"
     )
-    assert len(SCENARIOS) >= 60
-    assert errors == [], "scenarios that stopped:\n" + "\n".join(errors)
-    assert open_ == [], f"differences not in docs/conformance.md: {open_}"
     stale = [
         n for n in agree if n in documented and not documented[n].startswith("varies between runs")
     ]
+    if stale:
+        print(f"documented but agreeing: {stale}")
+    assert len(SCENARIOS) >= 60
+    assert errors == [], "scenarios that stopped:\n" + "\n".join(errors)
+    assert open_ == [], f"differences not in docs/conformance.md: {open_}"
     assert stale == [], f"documented in docs/conformance.md but now agreeing: {stale}"
