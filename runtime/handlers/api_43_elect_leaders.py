@@ -53,7 +53,7 @@ def handle(ctx: RequestContext, request: ElectLeadersRequest) -> None:
                 )
                 info = md.partition(topic, index)
                 if info is None:
-                    raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
+                    raise UnknownTopicOrPartitionError(f"No such partition as {topic}-{index}")
                 _elect(ctx, info, election)
             except KafkaError as e:
                 if isinstance(e, ElectionNotNeededError) and request.topic_partitions is None:

@@ -605,7 +605,7 @@ class ConsumerGroupManager:
         if group is None or group.dead:
             if group_id in self.classic_groups:
                 raise GroupIdNotFoundError(f"group {group_id!r} is not a consumer group")
-            raise GroupIdNotFoundError(f"group {group_id!r} not found")
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
         return group
 
     def topic_name(self, topic_id: uuid.UUID) -> str:

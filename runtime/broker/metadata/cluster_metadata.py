@@ -71,8 +71,18 @@ def validate_topic_name(name: str) -> None:
         )
     if not _LEGAL.fullmatch(name):
         raise InvalidTopicExceptionError(
-            f"topic name {name!r} may only hold ASCII letters, digits, '.', '_' and '-'"
+            f"Topic name is invalid: {name!r} contains one or more characters other than "
+            "ASCII alphanumerics, '.', '_' and '-'"
         )
+
+
+def _too_few_brokers(rf: int, brokers: Sequence[object]) -> str:
+    # Kafka 4.4's words: kafka-topics prints them, and scripts match on them
+    return (
+        f"Unable to replicate the partition {rf} time(s): The target replication factor of "
+        f"{rf} cannot be reached because only {len(brokers)} broker(s) are registered or some "
+        "brokers have all their log directories cordoned."
+    )
 
 
 class ClusterMetadata:
@@ -172,7 +182,7 @@ class ClusterMetadata:
         """Create a topic (or only check that it could be); raises the Kafka error."""
         validate_topic_name(name)
         if name in self.topics:
-            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+            raise TopicAlreadyExistsError(f"Topic {name!r} already exists.")
         if _collides(name, self.topics):
             raise InvalidTopicExceptionError(
                 f"topic {name!r} collides with an existing topic ('.' and '_' are alike)"
@@ -200,10 +210,7 @@ class ClusterMetadata:
             if replication_factor <= 0:
                 raise InvalidReplicationFactorError(f"replication factor must be positive: {name}")
             if replication_factor > len(brokers):
-                raise InvalidReplicationFactorError(
-                    f"replication factor {replication_factor} is larger than the "
-                    f"{len(brokers)} available broker(s)"
-                )
+                raise InvalidReplicationFactorError(_too_few_brokers(replication_factor, brokers))
             replicas = self._assign(num_partitions, replication_factor, brokers)
         topic = TopicInfo(
             name,
@@ -232,12 +239,11 @@ class ClusterMetadata:
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         current = len(topic.partitions)
-        if count < current:
+        if count <= current:
             raise InvalidPartitionsError(
-                f"topic {name} has {current} partitions, which cannot decrease to {count}"
+                f"The topic {name} currently has {current} partition(s); "
+                f"{count} would not be an increase."
             )
-        if count == current:
-            raise InvalidPartitionsError(f"topic {name} already has {current} partitions")
         added = count - current
         rf = len(topic.partitions[0].replicas)
         if assignments is not None:
@@ -255,9 +261,7 @@ class ClusterMetadata:
         else:
             brokers = self.alive_brokers()
             if rf > len(brokers):
-                raise InvalidReplicationFactorError(
-                    f"replication factor {rf} is larger than the {len(brokers)} available brokers"
-                )
+                raise InvalidReplicationFactorError(_too_few_brokers(rf, brokers))
             replicas = self._assign(added, rf, brokers)
         if validate_only:
             return
