@@ -419,6 +419,8 @@ def _(s: Side) -> list[Output]:
         configs(s, *u, "--describe"),
         configs(s, *u, "--alter", "--delete-config", "producer_byte_rate"),
         configs(s, *u, "--describe"),
+        # Quotas outlive the scenario on a shared reference: none is left behind.
+        configs(s, *u, "--alter", "--delete-config", "consumer_byte_rate"),
     ]
 
 
@@ -428,6 +430,7 @@ def _(s: Side) -> list[Output]:
     return [
         configs(s, *c, "--alter", "--add-config", "request_percentage=50"),
         configs(s, *c, "--describe"),
+        configs(s, *c, "--alter", "--delete-config", "request_percentage"),
     ]
 
 
@@ -446,6 +449,7 @@ def _(s: Side) -> list[Output]:
     return [
         configs(s, *uc, "--alter", "--add-config", "producer_byte_rate=4096"),
         configs(s, *uc, "--describe"),
+        configs(s, *uc, "--alter", "--delete-config", "producer_byte_rate"),
     ]
 
 
