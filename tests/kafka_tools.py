@@ -220,7 +220,8 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     # 36-character UUIDs (member and instance ids), then Kafka's 22-character ids
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
-    (re.compile(r"(?<![\w<>-])(?=[A-Za-z]*[0-9_-])[A-Za-z0-9_-]{22}(?![\w<>-])"), "<id>"),
+    # (one letter of another case, a digit, _ or - among them: an id may be letters only)
+    (re.compile(r"(?<![\w<>-])(?=[a-z]*[A-Z0-9_-])[A-Za-z0-9_-]{22}(?![\w<>-])"), "<id>"),
     # times: epoch milliseconds, ISO dates, durations
     (re.compile(r"\b1[5-9]\d{11}\b"), "<time>"),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?"), "<date>"),

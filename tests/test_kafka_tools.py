@@ -41,7 +41,7 @@ def test_what_each_cluster_chooses_is_normalised() -> None:
     )
     kafka = side().output(
         0,
-        "Topic: kt1-a\tTopicId: Zq8cLbK1RfaAS3nR0ZqT4w\tPartitionCount: 1\n"
+        "Topic: kt1-a\tTopicId: aCnNiEhySmGYBYVaARxWGQ\tPartitionCount: 1\n"
         "\tTopic: kt1-a\tPartition: 0\tLeader: 2\tReplicas: 2,0,1\tIsr: 2,0,1\n",
         "",
     )
