@@ -106,11 +106,13 @@ def test_confluent_admin(broker: BrokerProcess) -> None:
         ResourceType.TOPIC,
         topic,
         incremental_configs=[
-            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)
+            ConfigEntry(
+                "cleanup.policy", "compact,delete", incremental_operation=AlterConfigOpType.SET
+            )
         ],
     )
     admin.incremental_alter_configs([change])[change].result(30)
-    assert admin.describe_configs([res])[res].result(30)["cleanup.policy"].value == "compact"
+    assert admin.describe_configs([res])[res].result(30)["cleanup.policy"].value == "compact,delete"
     broker_res = ConfigResource(ResourceType.BROKER, "0")
     broker_configs = admin.describe_configs([broker_res])[broker_res].result(30)
     assert broker_configs["num.partitions"].value == "1"

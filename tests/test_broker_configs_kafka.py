@@ -35,10 +35,6 @@ STATIC = {"log.retention.hours": "100", "log.cleaner.threads": "1"}
 
 #: Where kafkagen's answer differs from Kafka's on purpose, and why.
 KNOWN = {
-    # Kafka 4.4 writes a cluster-level min.insync.replicas when a cluster is formatted
-    # (eligible leader replicas); kafkagen's cluster starts without it.
-    ("topic", "min.insync.replicas"): "set at format time by Kafka 4.4",
-    ("broker", "min.insync.replicas"): "set at format time by Kafka 4.4",
     # Once log.retention.ms is set dynamically, Kafka reports log.retention.hours' value as
     # its default (168) while its synonyms still show the static 100; kafkagen shows 100.
     ("broker after", "log.retention.hours"): "Kafka reports the default as the value",
