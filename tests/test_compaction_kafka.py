@@ -4,8 +4,9 @@ by a consumer: the same offsets, keys, values and headers, the same gaps and log
 
 The records carry explicit timestamps a minute ahead of the clock, 10 s apart, and the
 topic rolls segments on ``segment.ms`` (25 s; Kafka 4 takes no ``segment.bytes`` under
-1 MiB), so both brokers cut the log into the same segments: every fourth data batch starts one, a transaction marker (stamped with the
-broker's clock, before the data's timestamps) joins the segment it follows, and the first
+1 MiB), so both brokers cut the log into the same segments: every fourth data batch
+starts one, a transaction marker (stamped with the broker's clock, before the data's
+timestamps) joins the segment it follows, and the first
 data batch after a marker starts a new one. The sequence runs in three rounds, each
 followed by a wait until both logs stop changing: the first compacts overwritten keys and
 drops aborted data, the second (after ``delete.retention.ms``) drops tombstones and
