@@ -348,7 +348,7 @@ class Campaign:
                     # The producer's state is unknown: a new one with the same id fences it.
                     p = producer()
         finally:
-            events.close(c)
+            events.close()
             c.close()
 
     def _consumer(self, i: int, isolation: str) -> None:
@@ -389,7 +389,7 @@ class Campaign:
                     ]
                     self._op(name, "ok", "commit", {"group": group, "offsets": offsets})
         finally:
-            events.close(c)
+            events.close()
             c.close()
 
     def _final_read(self, isolation: str) -> None:
@@ -459,18 +459,13 @@ class _Rebalances:
             self.campaign._op(self.process, "ok", kind, value, at)
         self.events.clear()
 
-    def close(self, consumer: Any) -> None:
+    def close(self) -> None:
         """Closing gives up what is still owned; recorded before the close starts."""
-        self.record()
         if self.owned:
-            self.revoke(consumer, [_TP(t, p) for t, p in sorted(self.owned)])
-            self.record()
-
-
-@dataclass(frozen=True)
-class _TP:
-    topic: str
-    partition: int
+            tps = [[t, p] for t, p in sorted(self.owned)]
+            self.events.append(("revoke", self.campaign._now(), tps))
+            self.owned.clear()
+        self.record()
 
 
 class _Hung(Exception):
