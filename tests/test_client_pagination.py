@@ -899,8 +899,10 @@ def test_describe_configs_walks_whole_resources_by_type_then_name(
     assert retention[state.topics[3]] == "60003" and retention[state.topics[4]] != "60004"
     segment = {x[1]: x[3] for x in got if x[0] == 2 and x[2] == "segment.ms"}
     assert segment[config_topics[990]] == "3600990" and segment[config_topics[991]] != "3600991"
-    # The cluster default resource ("") lists only the configs set there, none here.
-    assert len({x[:2] for x in got}) == len(resources) - 1 == 3 + TOPICS + CONFIG_TOPICS
+    # The cluster default resource ("") lists only the configs set there: with eligible
+    # leader replicas on, that is the min.insync.replicas the cluster was formatted with.
+    assert len({x[:2] for x in got}) == len(resources) == 4 + TOPICS + CONFIG_TOPICS
+    assert [x[2] for x in got if x[:2] == (4, "")] == ["min.insync.replicas"]
     assert [x[:2] for x in got if x[2] == "retention.ms"] == [
         r for r in resources if r[0] == 2
     ]  # the merged answer keeps the caller's order
@@ -930,9 +932,8 @@ def test_describe_configs_walks_whole_resources_by_type_then_name(
             )
 
     run(walk_single())
-    # The cluster default resource ("") answers with no configs: its page holds no item.
     counts = [len({x[:2] for x in page}) for page in single]
-    assert sorted(counts) == [0] + [1] * (len(resources) - 1)
+    assert counts == [1] * len(resources)
 
 
 # --------------------------------------------------------------------------- cursors

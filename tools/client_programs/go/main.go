@@ -223,7 +223,17 @@ func run(c Client, s *Scenario, n int) error {
 	}
 	s.mark("all_consumed")
 	time.Sleep(500 * time.Millisecond) // a duplicate would arrive now
-	g, t, err := c.Describe(ctx, s)
+	// A consumer-protocol group is Reconciling until every member has acknowledged its
+	// assignment on a heartbeat; describe again until Stable, within the deadline.
+	var g GroupDescription
+	var t TopicDescription
+	var err error
+	for end := time.Now().Add(deadline); ; time.Sleep(100 * time.Millisecond) {
+		g, t, err = c.Describe(ctx, s)
+		if err != nil || strings.EqualFold(g.State, "stable") || time.Now().After(end) {
+			break
+		}
+	}
 	s.mu.Lock()
 	s.summary.Group_, s.summary.Topics = g, t
 	s.mu.Unlock()
