@@ -449,6 +449,17 @@ async def describe_producers_unknown(s: Session) -> None:
     await s.call(D(topics=[D.TopicRequest(name=s.name("missing"), partition_indexes=[0])]))
 
 
+@scenario("DescribeProducers", "invalid-topic-name", "a name topics may not have")
+async def describe_producers_invalid(s: Session) -> None:
+    D = DescribeProducersRequest
+    await s.call(D(topics=[D.TopicRequest(name=s.name("bad/name"), partition_indexes=[0])]))
+
+
+@scenario("DescribeTransactions", "empty-id", "a transactional id of no characters")
+async def describe_txn_empty(s: Session) -> None:
+    await s.call(DescribeTransactionsRequest(transactional_ids=[""]))
+
+
 async def _roles(s: Session, topic: str) -> tuple[int, int, int]:
     """The leader, the follower and a broker without a replica of ``topic``-0 (two
     replicas on three brokers)."""
