@@ -257,6 +257,19 @@ async def delete_unknown(s: Session) -> None:
     await s.call(_delete(s.name("missing")))
 
 
+@scenario("DeleteTopics", "named-twice", "a topic named twice beside one named once")
+async def delete_named_twice(s: Session) -> None:
+    t, u = await s.create_topic("t"), await s.create_topic("u")
+    await s.call(_delete(t, t, u))
+    await s.call(_metadata(t))  # not deleted
+
+
+@scenario("DeleteTopics", "neither-name-nor-id", "an entry with no name and the zero id (v6)")
+async def delete_nothing_named(s: Session) -> None:
+    D = DeleteTopicsRequest
+    await s.call(D(topics=[D.DeleteTopicState(name=None)], timeout_ms=30000))
+
+
 @scenario("DeleteTopics", "unknown-topic-id", "a topic id nobody has (v6)")
 async def delete_unknown_id(s: Session) -> None:
     D = DeleteTopicsRequest
