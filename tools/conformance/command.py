@@ -6,10 +6,12 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from .core import Result, Target
-from .random_sample import run_sample
+from .random_sample import Sample, run_sample
 from .suite import all_scenarios, exit_status, load_documented, run_suite, summary, table
 
 __all__ = ["add_arguments", "run"]
@@ -129,34 +131,25 @@ def run(args: argparse.Namespace) -> int:
     def progress(r: Result) -> None:
         print(f"  {r.status:<8} {r.scenario.name}", file=sys.stderr, flush=True)
 
-    if args.random is not None:
-        try:
-            sample = asyncio.run(
-                run_sample(
-                    args.bootstrap, reference, count=args.random, seconds=SAMPLE_S, seed=args.seed
-                )
-            )
-        except (OSError, ConnectionError, TimeoutError) as e:
-            print(f"kafkagen conformance: {e}", file=sys.stderr)
-            return 1
-        finally:
-            if reference_kafka is not None:
-                reference_kafka.stop()
-        print(sample.render())
-        return 1 if sample.differ else 0
-
-    try:
-        results = asyncio.run(
-            run_suite(
-                args.bootstrap, reference, only=args.only, versions=versions, on_result=progress
-            )
+    work: Coroutine[Any, Any, Sample | list[Result]] = (
+        run_sample(args.bootstrap, reference, count=args.random, seconds=SAMPLE_S, seed=args.seed)
+        if args.random is not None
+        else run_suite(
+            args.bootstrap, reference, only=args.only, versions=versions, on_result=progress
         )
+    )
+    try:
+        outcome: Sample | list[Result] = asyncio.run(work)
     except (OSError, ConnectionError, TimeoutError) as e:
         print(f"kafkagen conformance: {e}", file=sys.stderr)
         return 1
     finally:
         if reference_kafka is not None:
             reference_kafka.stop()
+    if isinstance(outcome, Sample):
+        print(outcome.render())
+        return 1 if outcome.differ else 0
+    results = outcome
     print(table(results, documented))
     if args.json:
         Path(args.json).write_text(

@@ -98,10 +98,10 @@ def coordinator_key(request: Any) -> tuple[str, int] | None:
     """The group (0) or transactional id (1) whose coordinator a client sends ``request``
     to: its first one, when it names several. TxnOffsetCommit goes to the group's,
     AddOffsetsToTxn to the transaction's."""
-    kind = type(request).__name__
-    if kind in _NOT_COORDINATED:
+    request_type = type(request).__name__
+    if request_type in _NOT_COORDINATED:
         return None
-    if kind == "AddOffsetsToTxnRequest":  # names the group its offsets will go to
+    if request_type == "AddOffsetsToTxnRequest":  # names the group its offsets will go to
         return request.transactional_id, _TRANSACTION
     # Lists first: OffsetFetch names its groups in a list from v8, in group_id before.
     for name, kind in (
