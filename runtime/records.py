@@ -892,7 +892,9 @@ def _scan_records(
     Python for the exact errors."""
     if _native is None or batch.attributes & _TIMESTAMP_TYPE_MASK:
         return None  # a LOG_APPEND_TIME batch from a producer: Python says what is wrong
-    found = _native.scan_records(batch.records_section(), batch.record_count, batch.base_timestamp)
+    # An uncompressed section is scanned where it lies, without a copy.
+    section = batch.records_section() if batch.attributes & _CODEC_MASK else batch.payload
+    found = _native.scan_records(section, batch.record_count, batch.base_timestamp)
     if found is None:
         return None
     max_ts, max_ts_delta, consecutive, lowest, highest, null_keys = found
