@@ -47,6 +47,7 @@ from ..types import TXN_STATE_TOPIC
 from .transaction_state import (
     NO_EPOCH,
     NO_PRODUCER_ID,
+    TWO_PHASE_TIMEOUT_MS,
     TxnMetadata,
     TxnSnapshot,
     TxnState,
@@ -235,8 +236,17 @@ class TransactionCoordinator:
         expected_pid: int,
         expected_epoch: int,
         callback: InitCallback,
+        *,
+        enable_2pc: bool = False,
+        keep_prepared: bool = False,
     ) -> None:
-        """A producer id and epoch for a transactional producer (a new epoch each time)."""
+        """A producer id and epoch for a transactional producer (a new epoch each time).
+
+        ``enable_2pc`` (InitProducerId v6, KIP-939): the producer takes part in two-phase
+        commits, so its transactions are kept under `TWO_PHASE_TIMEOUT_MS` and never time
+        out; only a broker with ``transaction.two.phase.commit.enable`` takes it. Kafka 4.4
+        does not yet keep a prepared transaction across producers: ``keep_prepared`` is
+        answered UNSUPPORTED_VERSION, as there."""
 
         def fail(code: int) -> None:
             callback(code, NO_PRODUCER_ID, NO_EPOCH)
@@ -244,7 +254,18 @@ class TransactionCoordinator:
         if not transactional_id:
             fail(ErrorCode.INVALID_REQUEST)
             return
-        if timeout_ms <= 0 or timeout_ms > self._cfg("transaction.max.timeout.ms"):
+        if enable_2pc and not self.log.configs.broker_bool(
+            "transaction.two.phase.commit.enable", self.log.node_id
+        ):
+            # Kafka's refusal: an authorization error, not one a client could probe with.
+            fail(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            return
+        if keep_prepared:
+            fail(ErrorCode.UNSUPPORTED_VERSION)
+            return
+        if enable_2pc:
+            timeout_ms = TWO_PHASE_TIMEOUT_MS
+        elif timeout_ms <= 0 or timeout_ms > self._cfg("transaction.max.timeout.ms"):
             fail(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
             return
         error = self.log.owner_error(transactional_id)
@@ -588,6 +609,8 @@ class TransactionCoordinator:
         self._abort_with_new_epoch(txn)
 
     def _watch_timeout(self, txn: TxnMetadata, delay_ms: int | None = None) -> None:
+        if txn.two_phase:
+            return  # ended only by its producer (or the next one), never by a timeout
         op = DelayedTxnTimeout(self, txn, txn.timeout_ms if delay_ms is None else delay_ms)
         self._timeouts.try_complete_else_watch(op, [txn.transactional_id])
 
