@@ -92,7 +92,8 @@ def test_two_phase_commit_transaction_outlives_its_producer(bootstrap: str) -> N
     assert s["before"]["state"] == "Ongoing", s
     assert s["before"]["timeout_ms"] == CLIENT_TIMEOUT_MS, s
     assert s["before"]["partitions"] == 1, s
-    assert s["after"]["state"] == "CompleteCommit", s
+    # Committed (Kafka may still be writing the markers when it is described).
+    assert s["after"]["state"] in ("PrepareCommit", "CompleteCommit"), s
     assert s["read_committed"] == ["committed"], s
     assert sorted(s["read_uncommitted"]) == ["committed", "left-open"], s
 
