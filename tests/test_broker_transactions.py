@@ -1207,13 +1207,28 @@ def test_a_transactions_v2_producer_past_its_timeout_is_fenced(w: WireClient) ->
         == 0
     )
     assert wait_for(lambda: state_of(w, tid) == "CompleteAbort", timeout=5)
-    # Two epochs on: the one its EndTxn would have ended under is not taken for a retry.
+    # One epoch on, as Kafka 4.4: the producer's own EndTxn reads as a retry of the abort.
     [s] = describe(w, [tid]).transaction_states
-    assert s.producer_epoch == epoch + 2
-    assert end_txn_v5(w, tid, pid, epoch, False)[0] == ErrorCode.PRODUCER_FENCED
-    assert end_txn_v5(w, tid, pid, epoch, True)[0] == ErrorCode.PRODUCER_FENCED
+    assert s.producer_epoch == epoch + 1
+    assert end_txn_v5(w, tid, pid, epoch, True)[0] == ErrorCode.INVALID_TXN_STATE
+    assert end_txn_v5(w, tid, pid, epoch, False) == (0, pid, epoch + 1)
     late = produce_v(w, 12, tid, 1, batch(pid, epoch, 1, [b"late"])).partition_responses[0]
     assert late.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_a_new_producer_fences_a_transactions_v2_one_epoch_on(w: WireClient) -> None:
+    """The answers Kafka 4.4 gave to this sequence (one node, measured)."""
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    p = produce_v(w, 12, tid, 1, batch(pid, epoch, 0, [b"open"])).partition_responses[0]
+    assert p.error_code == 0
+    assert init(w, tid).error_code == ErrorCode.CONCURRENT_TRANSACTIONS  # aborting it
+    assert wait_for(lambda: state_of(w, tid) == "CompleteAbort")
+    [s] = describe(w, [tid]).transaction_states
+    assert s.producer_epoch == epoch + 1
+    assert end_txn_v5(w, tid, pid, epoch, True)[0] == ErrorCode.INVALID_TXN_STATE
+    assert end_txn_v5(w, tid, pid, epoch, False) == (0, pid, epoch + 1)
+    assert init_ok(w, tid) == (pid, epoch + 2)
 
 
 def test_end_txn_v5_state_rules_and_retries(w: WireClient) -> None:
@@ -1363,6 +1378,10 @@ def test_add_partitions_v4_batches_transactions_and_verifies(w: WireClient) -> N
     assert codes(r) == {a: ErrorCode.INVALID_TXN_STATE, b: 0}  # a has not added it
     r = w.call(24, 4, Req(transactions=[txn(b, pb, eb, True), txn(a, pa, ea + 1, False)]))
     assert codes(r) == {b: 0, a: ErrorCode.PRODUCER_FENCED}
+    # v5 (KIP-890), as Kafka 4.4 answers: outside the transaction is abortable; an older
+    # epoch is fenced.
+    r = w.call(24, 5, Req(transactions=[txn(a, pa, ea, True), txn(b, pb, eb - 1, True)]))
+    assert codes(r) == {a: ErrorCode.TRANSACTION_ABORTABLE, b: ErrorCode.PRODUCER_FENCED}
     assert end_txn(w, b, pb, eb, False) == 0
 
 

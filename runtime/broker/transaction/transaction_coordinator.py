@@ -593,12 +593,10 @@ class TransactionCoordinator:
         self._prepare(txn, commit, txn.producer_epoch + 1, callback, next_pid, ends_with_bump=True)
 
     def _abort_with_new_epoch(self, txn: TxnMetadata) -> None:
-        """Abort an open transaction under a bumped epoch, fencing its producer. A
-        transactions v2 producer ends under the epoch after its own, so its fence is the
-        one after that: its EndTxn is then fenced, not taken for a retry (as in Kafka)."""
-        step = 2 if txn.ends_with_bump else 1
-        epoch = min(txn.producer_epoch + step, _MAX_EPOCH + step - 1)
-        self._prepare(txn, False, epoch, None)
+        """Abort an open transaction under the next epoch, fencing its producer. Kafka 4.4
+        bumps once under transactions v2 too, so the old producer's EndTxn then reads as a
+        retry of this abort: an abort is answered done, a commit INVALID_TXN_STATE."""
+        self._prepare(txn, False, min(txn.producer_epoch + 1, _MAX_EPOCH), None)
 
     def _abort_timed_out(self, txn: TxnMetadata) -> None:
         if txn.pending is not None:
