@@ -725,4 +725,4 @@ async def produce_v2_two_partitions(s: Session) -> None:
     await s.call(describe, node=x.node, keep=sorted_partitions)
     await s.call(_end(x.tid, x.pid, x.epoch, False), node=x.node)
     await _settled(s, t, leader0)
-    await s.call(fetch(t, s.topic_uuids[t], isolation=1), node=leader0)
+    await s.call(list_offsets(t, -1, isolation=1), node=leader0)
