@@ -20,10 +20,12 @@ import collections
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from broker_helpers import BrokerProcess, WireClient, req
+from kafkagen.cli.control import ControlClient
 from kafkagen.client_programs import java_program, run_scenario
 from kafkagen.reference import KafkaReference
 from kafkagen.runtime.errors import ErrorCode
@@ -46,23 +48,40 @@ CONFIGS = {
 }
 
 
+@dataclass(frozen=True)
+class Cluster:
+    bootstrap: str
+    #: kafkagen's control API (None for Kafka).
+    control: ControlClient | None = None
+
+
 @pytest.fixture(scope="module", params=["kafkagen", "kafka"])
-def bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     if request.param == "kafkagen":
-        with BrokerProcess(*(f"{k}={v}" for k, v in CONFIGS.items()), brokers=3) as b:
-            yield b.bootstrap
+        configs = (f"{k}={v}" for k, v in CONFIGS.items())
+        with BrokerProcess(*configs, brokers=3, control=True) as b:
+            yield Cluster(b.bootstrap, ControlClient(b.control_url))
             assert b.alive(), b.stderr_text()
     else:
         with KafkaReference(nodes=3, configs=CONFIGS) as kafka:
-            yield kafka.bootstrap
+            yield Cluster(kafka.bootstrap)
             assert kafka.running, kafka.log_tail()
 
 
-def test_consume_transform_produce_with_aborts_is_exactly_once(bootstrap: str) -> None:
+@pytest.fixture
+def bootstrap(cluster: Cluster) -> str:
+    return cluster.bootstrap
+
+
+def test_consume_transform_produce_with_aborts_is_exactly_once(cluster: Cluster) -> None:
+    if cluster.control is not None:
+        cluster.control.call("DELETE", "/records")
+        cluster.control.call("POST", "/records/start")
     s = run_scenario(
         java_program("TransactionScenario")
-        + ["transform", bootstrap, "ctp", str(N), str(ABORT_EVERY)]
+        + ["transform", cluster.bootstrap, "ctp", str(N), str(ABORT_EVERY)]
     )
+    print(f"transactions: {s['committed']} committed, {s['aborted']} aborted")
     assert s["aborted"] >= 1 and s["committed"] >= 1, s
     committed = collections.Counter(s["read_committed"])
     assert committed == collections.Counter(f"out-in-{i}" for i in range(N)), (
@@ -78,6 +97,20 @@ def test_consume_transform_produce_with_aborts_is_exactly_once(bootstrap: str) -
     txn = s["transaction"]
     assert txn["state"] == "CompleteCommit", txn
     assert txn["producer_epoch"] == s["committed"] + s["aborted"], (txn, s["committed"], s["aborted"])
+    if cluster.control is not None:
+        # What the producers were answered: retriable answers are counted (the loaded
+        # machine may see CONCURRENT_TRANSACTIONS), NOT_ENOUGH_REPLICAS never (it is for
+        # producers before Produce v12).
+        records = cluster.control.call("GET", "/records?api=Produce")
+        cluster.control.call("POST", "/records/stop")
+        answers = collections.Counter(
+            p["errorCode"]
+            for r in records
+            for t in (r["response"] or {}).get("responses", [])
+            for p in t["partitionResponses"]
+        )
+        print(f"Produce answers by error code: {dict(answers)}")
+        assert answers[0] > 0 and answers[ErrorCode.NOT_ENOUGH_REPLICAS] == 0, answers
 
 
 def test_two_phase_commit_transaction_outlives_its_producer(bootstrap: str) -> None:
