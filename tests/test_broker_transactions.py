@@ -337,7 +337,7 @@ def test_a_new_two_phase_producer_without_keep_prepared_aborts_the_open_one(
     assert control_kinds(got.records) == [ABORT_MARKER]
 
 
-def test_two_phase_commit_needs_the_broker_config_and_the_acl() -> None:
+def test_two_phase_commit_needs_the_broker_config_and_unstable_versions() -> None:
     with BackgroundCluster(configs={"unstable.api.versions.enable": "true"}) as off:
         with WireClient(off.bootstrap) as w:
             assert w.call(10, 3, req(10, key="2pc", key_type=1)).error_code == 0

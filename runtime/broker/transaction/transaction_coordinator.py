@@ -11,7 +11,8 @@ States follow Kafka's: Empty -> Ongoing (partitions added) -> PrepareCommit/Prep
 (EndTxn; the producer is answered here) -> COMMIT/ABORT markers written to every partition
 of the transaction -> CompleteCommit/CompleteAbort. A transaction open longer than its
 timeout is aborted with the producer's epoch bumped, so the old producer is fenced; the
-timeout waits in a purgatory on the broker's timer.
+timeout waits in a purgatory on the broker's timer. A two-phase commit producer's
+transactions (KIP-939) have no timeout.
 
 Markers reach the leaders of the transaction's partitions through `MarkerWriter`, the one
 thing this coordinator knows of other brokers (Kafka's WriteTxnMarkers request); what a
