@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from broker_helpers import BrokerProcess, WireClient, req
+from broker_helpers import BrokerProcess, WireClient, produce_answers, req
 from kafkagen.cli.control import ControlClient
 from kafkagen.client_programs import java_program, run_scenario
 from kafkagen.reference import KafkaReference
@@ -96,26 +96,25 @@ def test_consume_transform_produce_with_aborts_is_exactly_once(cluster: Cluster)
     # Transactions v2: every EndTxn (commit or abort) ended under the next epoch.
     txn = s["transaction"]
     assert txn["state"] == "CompleteCommit", txn
-    assert txn["producer_epoch"] == s["committed"] + s["aborted"], (txn, s["committed"], s["aborted"])
+    assert txn["producer_epoch"] == s["committed"] + s["aborted"], (
+        txn,
+        s["committed"],
+        s["aborted"],
+    )
     if cluster.control is not None:
         # What the producers were answered: retriable answers are counted (the loaded
         # machine may see CONCURRENT_TRANSACTIONS), NOT_ENOUGH_REPLICAS never (it is for
         # producers before Produce v12).
-        records = cluster.control.call("GET", "/records?api=Produce")
-        cluster.control.call("POST", "/records/stop")
-        answers = collections.Counter(
-            p["errorCode"]
-            for r in records
-            for t in (r["response"] or {}).get("responses", [])
-            for p in t["partitionResponses"]
-        )
+        answers = produce_answers(cluster.control)
         print(f"Produce answers by error code: {dict(answers)}")
         assert answers[0] > 0 and answers[ErrorCode.NOT_ENOUGH_REPLICAS] == 0, answers
 
 
 def test_two_phase_commit_transaction_outlives_its_producer(bootstrap: str) -> None:
     topic = "two-phase"
-    opened = run_scenario(java_program("TransactionScenario") + ["two-phase-open", bootstrap, topic])
+    opened = run_scenario(
+        java_program("TransactionScenario") + ["two-phase-open", bootstrap, topic]
+    )
     assert opened == {"open": True}
     s = run_scenario(
         java_program("TransactionScenario")

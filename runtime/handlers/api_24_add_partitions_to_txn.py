@@ -111,8 +111,8 @@ def _add(
         return
     coordinator = ctx.broker.txn_coordinator
     if verify_only:
-        verified = (coordinator.verify_partition(transactional_id, pid, epoch, tp) for tp in tps)
-        done({tp: _verification_answer(code, v) for tp, code in zip(tps, verified)})
+        verify = functools.partial(coordinator.verify_partition, transactional_id, pid, epoch)
+        done({tp: _verification_answer(verify(tp), v) for tp in tps})
         return
     coordinator.add_partitions(transactional_id, pid, epoch, tps, done)
 

@@ -597,7 +597,9 @@ async def end_v2_other_outcome(s: Session) -> None:
 
 
 @scenario(
-    "EndTxn", "v5-fenced-producer", "the old producer's commit after a new one aborted its transaction"
+    "EndTxn",
+    "v5-fenced-producer",
+    "the old producer's commit after a new one aborted its transaction",
 )
 async def end_v2_fenced(s: Session) -> None:
     t = await s.create_topic()
