@@ -18,6 +18,8 @@ from kafkagen.runtime.errors import ErrorCode
 API_KEY = 22
 #: PRODUCER_FENCED exists from v4; older clients get INVALID_PRODUCER_EPOCH instead.
 FENCED_SINCE = 4
+#: From v3 a producer may name the id and epoch it had (KIP-360).
+EXPECTED_SINCE = 3
 
 
 def handle(ctx: RequestContext, request: InitProducerIdRequest) -> None:
@@ -26,6 +28,14 @@ def handle(ctx: RequestContext, request: InitProducerIdRequest) -> None:
     error = _unauthorized(ctx, request.transactional_id, enable_2pc)
     if error:
         ctx.respond(InitProducerIdResponse(error_code=error, producer_id=-1, producer_epoch=-1))
+        return
+    if v >= EXPECTED_SINCE and (request.producer_id == -1) != (request.producer_epoch == -1):
+        # As Kafka: an expected producer id comes with its epoch, or neither is given.
+        ctx.respond(
+            InitProducerIdResponse(
+                error_code=ErrorCode.INVALID_REQUEST, producer_id=-1, producer_epoch=-1
+            )
+        )
         return
     if request.transactional_id is None:
         pid = ctx.broker.metadata.allocate_producer_id()
@@ -40,8 +50,8 @@ def handle(ctx: RequestContext, request: InitProducerIdRequest) -> None:
     ctx.broker.txn_coordinator.init_producer_id(
         request.transactional_id,
         request.transaction_timeout_ms,
-        request.producer_id if v >= 3 else -1,
-        request.producer_epoch if v >= 3 else -1,
+        request.producer_id if v >= EXPECTED_SINCE else -1,
+        request.producer_epoch if v >= EXPECTED_SINCE else -1,
         done,
         enable_2pc=enable_2pc,
         keep_prepared=v >= 6 and request.keep_prepared_txn,

@@ -131,6 +131,28 @@ async def init_bad_timeout(s: Session) -> None:
     await s.call(_init(tid, 3_600_000), node=await s.coordinator(tid, 1))
 
 
+@scenario("InitProducerId", "id-without-epoch", "a producer id named with no epoch")
+async def init_id_without_epoch(s: Session) -> None:
+    req = _init(None)
+    req.producer_id, req.producer_epoch = 7, -1
+    await s.call(req)
+
+
+@scenario("InitProducerId", "idempotent-names-a-producer", "no transactional id, an old id")
+async def init_idempotent_named(s: Session) -> None:
+    req = _init(None)
+    req.producer_id, req.producer_epoch = 424242, 3
+    await s.call(req)
+
+
+@scenario("InitProducerId", "new-id-names-a-producer", "a new transactional id, an old id")
+async def init_new_named(s: Session) -> None:
+    tid = s.name("tx")
+    req = _init(tid)
+    req.producer_id, req.producer_epoch = 424242, 3
+    await s.call(req, node=await s.coordinator(tid, 1))
+
+
 @scenario("InitProducerId", "not-coordinator", "to a broker that does not coordinate it", brokers=2)
 async def init_not_coordinator(s: Session) -> None:
     tid = s.name("tx")

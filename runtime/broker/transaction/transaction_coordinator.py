@@ -286,7 +286,9 @@ class TransactionCoordinator:
         if txn.pending is not None:
             fail(ErrorCode.CONCURRENT_TRANSACTIONS)
             return
-        if expected_pid != NO_PRODUCER_ID:
+        # As Kafka: a producer recovering from UNKNOWN_PRODUCER_ID may name an id and epoch
+        # the coordinator never gave out; an id with no epoch yet starts afresh.
+        if expected_pid != NO_PRODUCER_ID and txn.producer_epoch != NO_EPOCH:
             if expected_pid == txn.producer_id and expected_epoch == txn.producer_epoch:
                 pass  # the current producer starts over
             elif (
