@@ -1,0 +1,319 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
+ShareAcknowledge, their ordinary paths and their errors."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from kafkagen.generated.list_groups import ListGroupsRequest
+from kafkagen.generated.share_acknowledge import ShareAcknowledgeRequest
+from kafkagen.generated.share_fetch import ShareFetchRequest
+from kafkagen.generated.share_group_describe import ShareGroupDescribeRequest
+from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
+
+from .core import Session, scenario
+from .messages import batch
+
+#: Member ids: a share consumer names itself.
+MEMBER = "share-member-0000000001"
+OTHER = "share-member-0000000002"
+ACCEPT, RELEASE = 1, 2
+
+
+def _heartbeat(group: str, topic: str | None, member: str = MEMBER, epoch: int = 0) -> Any:
+    return ShareGroupHeartbeatRequest(
+        group_id=group,
+        member_id=member,
+        member_epoch=epoch,
+        subscribed_topic_names=[topic] if topic is not None else None,
+    )
+
+
+async def _joined(s: Session, group: str, topic: str, member: str = MEMBER) -> Any:
+    """The member in the group (the join recorded), None if it could not join."""
+    r = await s.call(_heartbeat(group, topic, member), node=await s.coordinator(group))
+    return r if r is not None and r.error_code == 0 else None
+
+
+def _fetch(
+    s: Session,
+    group: str,
+    topic: str | None,
+    epoch: int,
+    acks: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
+    member: str = MEMBER,
+) -> ShareFetchRequest:
+    F = ShareFetchRequest
+    topics = []
+    if topic is not None:
+        topics = [
+            F.FetchTopic(
+                topic_id=s.topic_uuids[topic],
+                partitions=[
+                    F.FetchPartition(
+                        partition_index=0,
+                        acknowledgement_batches=[
+                            F.AcknowledgementBatch(
+                                first_offset=a, last_offset=b, acknowledge_types=[t]
+                            )
+                            for a, b, t in acks
+                        ],
+                    )
+                ],
+            )
+        ]
+    return F(
+        group_id=group,
+        member_id=member,
+        share_session_epoch=epoch,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=100,
+        batch_size=100,
+        topics=topics,
+        forgotten_topics_data=[],
+    )
+
+
+def _ack(
+    s: Session, group: str, topic: str, epoch: int, acks: list[tuple[int, int, int]]
+) -> ShareAcknowledgeRequest:
+    A = ShareAcknowledgeRequest
+    return A(
+        group_id=group,
+        member_id=MEMBER,
+        share_session_epoch=epoch,
+        topics=[
+            A.AcknowledgeTopic(
+                topic_id=s.topic_uuids[topic],
+                partitions=[
+                    A.AcknowledgePartition(
+                        partition_index=0,
+                        acknowledgement_batches=[
+                            A.AcknowledgementBatch(
+                                first_offset=a, last_offset=b, acknowledge_types=[t]
+                            )
+                            for a, b, t in acks
+                        ],
+                    )
+                ],
+            )
+        ],
+    )
+
+
+async def _started(s: Session, group: str, topic: str) -> tuple[int, int]:
+    """A member joined, holding a session on the leader, the partition initialised (at its
+    latest offset, the default: Kafka does it in the background, so fetched until no
+    partition error) and then 3 records produced; the leader and the session's next epoch."""
+    await _joined(s, group, topic)
+    node = await s.leader(topic)
+    epoch = 0
+    for _ in range(50):
+        r = await s.setup(_fetch(s, group, topic, epoch), node=node)
+        if r.error_code != 0:
+            break
+        epoch += 1
+        if all(p.error_code == 0 for t in r.responses for p in t.partitions):
+            break
+        await asyncio.sleep(0.2)
+    await s.produced(topic, batch(3))
+    return node, epoch
+
+
+# ---------------------------------------------------------------------- ShareGroupHeartbeat
+
+
+@scenario("ShareGroupHeartbeat", "join", "a new member subscribing to a topic of two partitions")
+async def sg_join(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    await _joined(s, s.name("g"), t)
+
+
+@scenario("ShareGroupHeartbeat", "join-and-leave", "join, heartbeat, leave (epoch -1)")
+async def sg_join_leave(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    r = await _joined(s, g, t)
+    if r is not None:
+        node = await s.coordinator(g)
+        await s.call(_heartbeat(g, None, epoch=r.member_epoch), node=node)
+        await s.call(_heartbeat(g, None, epoch=-1), node=node)
+
+
+@scenario("ShareGroupHeartbeat", "two-members", "two members sharing one partition")
+async def sg_two(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await _joined(s, g, t)
+    await _joined(s, g, t, OTHER)
+
+
+@scenario("ShareGroupHeartbeat", "empty-member-id", "a join without a member id")
+async def sg_empty_member(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_heartbeat(g, t, member=""), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupHeartbeat", "no-subscription", "a join that subscribes to nothing")
+async def sg_no_subscription(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_heartbeat(g, None), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupHeartbeat", "fenced-epoch", "a heartbeat at an epoch the member never had")
+async def sg_fenced(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    r = await _joined(s, g, t)
+    if r is not None:
+        await s.call(_heartbeat(g, None, epoch=r.member_epoch + 10), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupHeartbeat", "unknown-member", "epoch 5 of a member that never joined")
+async def sg_unknown(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_heartbeat(g, None, epoch=5), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupHeartbeat", "consumer-group-id", "joining a consumer-protocol group's id")
+async def sg_consumer_group(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    node = await s.coordinator(g)
+    await s.setup(
+        ConsumerGroupHeartbeatRequest(
+            group_id=g,
+            member_id="consumer-member-000000001",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=[t],
+            topic_partitions=[],
+        ),
+        node=node,
+    )
+    await s.call(_heartbeat(g, t), node=node)
+
+
+# ---------------------------------------------------------------------- ShareGroupDescribe
+
+
+@scenario("ShareGroupDescribe", "one-member", "a group of one member and its partitions")
+async def sg_describe(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    await _joined(s, g, t)
+    await s.call(ShareGroupDescribeRequest(group_ids=[g]), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupDescribe", "unknown-group", "a group id no group has")
+async def sg_describe_unknown(s: Session) -> None:
+    g = s.name("g")
+    await s.call(ShareGroupDescribeRequest(group_ids=[g]), node=await s.coordinator(g))
+
+
+@scenario("ListGroups", "share-group", "a share group, listed by type")
+async def sg_list(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await _joined(s, g, t)
+
+    def mine(data: Any) -> Any:
+        data["groups"] = [x for x in data["groups"] if x["groupId"] == g]
+        return data
+
+    await s.call(ListGroupsRequest(types_filter=["share"]), node=await s.coordinator(g), keep=mine)
+
+
+# ---------------------------------------------------------------------- ShareFetch
+
+
+@scenario("ShareFetch", "acquire-and-accept", "acquire three records, accept them, fetch again")
+async def sf_acquire(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    node, epoch = await _started(s, g, t)
+    await s.call(_fetch(s, g, t, epoch), node=node)
+    epoch += 1
+    await s.call(_fetch(s, g, t, epoch, acks=[(0, 2, ACCEPT)]), node=node)
+
+
+@scenario("ShareFetch", "release-redelivers", "a released record comes back with delivery count 2")
+async def sf_release(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    node, epoch = await _started(s, g, t)
+    await s.call(_fetch(s, g, t, epoch), node=node)
+    epoch += 1
+    await s.call(_fetch(s, g, t, epoch, acks=[(0, 2, RELEASE)]), node=node)
+
+
+@scenario("ShareFetch", "no-session", "an incremental fetch (epoch 3) without a session")
+async def sf_no_session(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_fetch(s, g, t, 3), node=await s.leader(t))
+
+
+@scenario("ShareFetch", "open-with-acks", "a fetch opening a session (epoch 0) that acknowledges")
+async def sf_open_acks(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await _joined(s, g, t)
+    await s.call(_fetch(s, g, t, 0, acks=[(0, 0, ACCEPT)]), node=await s.leader(t))
+
+
+@scenario("ShareFetch", "wrong-epoch", "a session opened, then a fetch at epoch 5")
+async def sf_wrong_epoch(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await _joined(s, g, t)
+    node = await s.leader(t)
+    await s.setup(_fetch(s, g, t, 0), node=node)
+    await s.call(_fetch(s, g, t, 5), node=node)
+
+
+@scenario("ShareFetch", "close-unknown-session", "closing (epoch -1) a session never opened")
+async def sf_close_unknown(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_fetch(s, g, None, -1), node=await s.leader(t))
+
+
+# ---------------------------------------------------------------------- ShareAcknowledge
+
+
+@scenario("ShareAcknowledge", "accept", "accepting acquired records in the session")
+async def sa_accept(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    node, epoch = await _started(s, g, t)
+    await s.call(_fetch(s, g, t, epoch), node=node)
+    epoch += 1
+    await s.call(_ack(s, g, t, epoch, [(0, 2, ACCEPT)]), node=node)
+
+
+@scenario("ShareAcknowledge", "not-acquired", "accepting an offset the member does not hold")
+async def sa_not_acquired(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    node, epoch = await _started(s, g, t)
+    await s.call(_ack(s, g, t, epoch, [(0, 0, ACCEPT)]), node=node)
+
+
+@scenario("ShareAcknowledge", "initial-epoch", "an acknowledgement at epoch 0")
+async def sa_initial_epoch(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_ack(s, g, t, 0, [(0, 0, ACCEPT)]), node=await s.leader(t))
+
+
+@scenario("ShareAcknowledge", "no-session", "an acknowledgement at epoch 1 without a session")
+async def sa_no_session(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_ack(s, g, t, 1, [(0, 0, ACCEPT)]), node=await s.leader(t))
