@@ -23,6 +23,10 @@ def handle(ctx: RequestContext, request: ShareGroupHeartbeatRequest) -> None:
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, group_id):
         ctx.respond(R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, member_id=None))
         return
+    if not request.member_id:
+        # Checked before the coordinator, as Kafka does: the answer has no message.
+        ctx.respond(R(error_code=ErrorCode.INVALID_REQUEST, member_id=None))
+        return
     gc = ctx.broker.group_coordinator
     try:
         if group_id in gc.groups or group_id in gc.consumer.groups:

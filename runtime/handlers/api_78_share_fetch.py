@@ -1,7 +1,8 @@
 """ShareFetch (key 78, KIP-932): acknowledge what the member processed, then acquire records
 for it from the partitions of its share session. The share-partition manager keeps the
 sessions and records; a session error (unknown session, wrong epoch) is the request's
-error. v2 adds renew acknowledgements: with IsRenewAck the request only renews locks and
+error, answered without message or lock duration as Kafka does. v2 adds renew
+acknowledgements: with IsRenewAck the request only renews locks and
 acquires nothing.
 """
 
@@ -27,11 +28,12 @@ def handle(ctx: RequestContext, request: ShareFetchRequest) -> None:
     manager = ctx.broker.share_partitions
     lock_ms = manager.lock_duration_ms
 
-    def fail(code: int, message: str | None = None) -> None:
-        ctx.respond(R(error_code=code, error_message=message, acquisition_lock_timeout_ms=lock_ms))
+    def fail(code: int) -> None:
+        # As Kafka: a request's error comes without message or lock duration.
+        ctx.respond(R(error_code=code))
 
     if not request.group_id or not request.member_id:
-        fail(ErrorCode.INVALID_REQUEST, "a share fetch names its group and member")
+        fail(ErrorCode.INVALID_REQUEST)
         return
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
         fail(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -78,7 +80,7 @@ def handle(ctx: RequestContext, request: ShareFetchRequest) -> None:
             respond=respond,
         )
     except KafkaError as e:
-        fail(e.code, e.message)
+        fail(e.code)
 
 
 def _fill(pd: R.PartitionData, r: PartitionResult) -> None:

@@ -19,13 +19,12 @@ R = ShareAcknowledgeResponse
 def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> None:
     manager = ctx.broker.share_partitions
     lock_ms = manager.lock_duration_ms
+    # As Kafka: a request's error comes without message or lock duration.
     if not request.group_id or not request.member_id:
-        ctx.respond(R(error_code=ErrorCode.INVALID_REQUEST, acquisition_lock_timeout_ms=lock_ms))
+        ctx.respond(R(error_code=ErrorCode.INVALID_REQUEST))
         return
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        ctx.respond(
-            R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, acquisition_lock_timeout_ms=lock_ms)
-        )
+        ctx.respond(R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))
         return
     md = ctx.broker.metadata
     denied = []
@@ -40,9 +39,7 @@ def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> None:
             request.group_id, request.member_id, request.share_session_epoch, acks
         )
     except KafkaError as e:
-        ctx.respond(
-            R(error_code=e.code, error_message=e.message, acquisition_lock_timeout_ms=lock_ms)
-        )
+        ctx.respond(R(error_code=e.code))
         return
     share_answer(
         ctx,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from kafkagen.runtime.errors import (
     FencedMemberEpochError,
+    GroupIdNotFoundError,
     GroupMaxSizeReachedError,
     InvalidRequestError,
     UnknownMemberIdError,
@@ -114,21 +115,21 @@ class ShareGroupManager:
         client_id: str,
         client_host: str,
     ) -> HeartbeatResult:
-        if not member_id:
-            raise InvalidRequestError("MemberId can't be empty.")
         if member_epoch < LEAVE_EPOCH:
             raise InvalidRequestError(f"MemberEpoch is {member_epoch}, it must be -1 or more.")
         if member_epoch == 0 and not subscribed:
             raise InvalidRequestError("SubscribedTopicNames must be set in first request.")
         group = self.group(group_id)
         member = None if group is None else group.members.get(member_id)
-        interval = self._cfg("group.share.heartbeat.interval.ms")
+        if group is None and member_epoch != 0:
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
         if member_epoch == LEAVE_EPOCH:
             if group is None or member is None:
                 raise UnknownMemberIdError(f"member {member_id} is not in group {group_id}")
             del group.members[member_id]
             self._reassign(group)
-            return HeartbeatResult(member_id, LEAVE_EPOCH, interval, None)
+            return HeartbeatResult(member_id, LEAVE_EPOCH, 0, None)
+        interval = self._cfg("group.share.heartbeat.interval.ms")
         if member is None:
             if member_epoch != 0:
                 raise UnknownMemberIdError(f"member {member_id} is not in group {group_id}")

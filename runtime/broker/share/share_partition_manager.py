@@ -58,6 +58,8 @@ class PartitionResult:
     """One partition's answer to a share fetch or acknowledgement."""
 
     key: Key
+    #: Whether the request acknowledged records of it.
+    acknowledged: bool = False
     error: KafkaError | None = None
     ack_error: KafkaError | None = None
     records: bytes = b""
@@ -68,8 +70,9 @@ class PartitionResult:
 
     @property
     def reportable(self) -> bool:
-        """Whether an incremental answer lists it: it has records or an error."""
-        return bool(self.acquired or self.error or self.ack_error)
+        """Whether an incremental answer lists it: it has records, acknowledgements or
+        an error."""
+        return bool(self.acquired or self.acknowledged or self.error or self.ack_error)
 
 
 @dataclass(slots=True)
@@ -218,28 +221,29 @@ class SharePartitionManager:
         renew_only: bool,
         respond: Callable[[list[PartitionResult]], None],
     ) -> None:
-        """Acknowledge, then acquire records of the session's partitions; ``respond`` gets
-        the partitions to answer. Raises the session's errors (the request's error)."""
+        """Acquire records of the session's partitions, then apply the acknowledgements;
+        ``respond`` gets the partitions to answer. Raises the session's errors (the
+        request's error)."""
         session = self._fetch_session(group_id, member_id, epoch, wanted, forgotten, bool(acks))
-        results = {k: PartitionResult(k) for k in acks}
+        results = {
+            k: PartitionResult(k, acknowledged=True, current_leader=self._current_leader(k))
+            for k in acks
+        }
+        keys = [] if epoch == FINAL_EPOCH or renew_only else list(session.partitions)
+        for k in keys:
+            results.setdefault(k, PartitionResult(k))
+        # As on Kafka, the fetch does not see this request's own acknowledgements: records
+        # it releases are acquired again by a later fetch.
+        waiting = self._acquire_all(group_id, member_id, keys, results, max_bytes, max_records)
         for k, batches in acks.items():
             results[k].ack_error = self._acknowledge(group_id, member_id, k, batches)
         if epoch == FINAL_EPOCH:
             self._close(group_id, member_id)
-            respond(list(results.values()))
-            return
-        keys = list(session.partitions)
         full = epoch == 0
 
         def answer() -> None:
             respond([r for r in results.values() if full or r.reportable])
 
-        if renew_only:
-            answer()
-            return
-        for k in keys:
-            results.setdefault(k, PartitionResult(k))
-        waiting = self._acquire_all(group_id, member_id, keys, results, max_bytes, max_records)
         if not waiting or max_wait_ms <= 0 or any(r.acquired or r.error for r in results.values()):
             answer()
             return
@@ -264,11 +268,14 @@ class SharePartitionManager:
                 raise ShareSessionNotFoundError(f"no share session for member {member_id}")
         else:
             self._checked(key, member_id, epoch)
-        results = []
-        for k, batches in acks.items():
-            results.append(
-                PartitionResult(k, error=self._acknowledge(group_id, member_id, k, batches))
+        results = [
+            PartitionResult(
+                k,
+                error=self._acknowledge(group_id, member_id, k, batches),
+                current_leader=self._current_leader(k),
             )
+            for k, batches in acks.items()
+        ]
         if epoch == FINAL_EPOCH:
             self._close(group_id, member_id)
         return results
