@@ -132,6 +132,16 @@ async def _started(s: Session, group: str, topic: str) -> tuple[int, int]:
     return node, 2
 
 
+async def _acquired(s: Session) -> tuple[str, str, int, int]:
+    """`_started` on a new topic and group, then a fetch acquiring the 3 records (recorded);
+    the group, topic, leader and the session's next epoch."""
+    t = await s.create_topic()
+    g = s.name("g")
+    node, epoch = await _started(s, g, t)
+    await s.call(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
+    return g, t, node, epoch + 1
+
+
 # ---------------------------------------------------------------------- ShareGroupHeartbeat
 
 
@@ -232,20 +242,15 @@ async def sg_list(s: Session) -> None:
 
 @scenario("ShareFetch", "acquire-and-accept", "acquire three records, accept them, fetch again")
 async def sf_acquire(s: Session) -> None:
-    t = await s.create_topic()
-    g = s.name("g")
-    node, epoch = await _started(s, g, t)
-    await s.call(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
-    await s.call(_fetch(s, g, t, epoch + 1, acks=[(0, 2, ACCEPT)]), node=node)
+    g, t, node, epoch = await _acquired(s)
+    await s.call(_fetch(s, g, t, epoch, acks=[(0, 2, ACCEPT)]), node=node)
 
 
-@scenario("ShareFetch", "release-redelivers", "a released record comes back with delivery count 2")
+@scenario("ShareFetch", "release-redelivers", "released records come back with delivery count 2")
 async def sf_release(s: Session) -> None:
-    t = await s.create_topic()
-    g = s.name("g")
-    node, epoch = await _started(s, g, t)
-    await s.call(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
-    await s.call(_fetch(s, g, t, epoch + 1, acks=[(0, 2, RELEASE)]), node=node)
+    g, t, node, epoch = await _acquired(s)
+    await s.call(_fetch(s, g, t, epoch, acks=[(0, 2, RELEASE)]), node=node)
+    await s.call(_fetch(s, g, t, epoch + 1, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
 
 
 @scenario("ShareFetch", "no-session", "an incremental fetch (epoch 3) without a session")
@@ -285,11 +290,8 @@ async def sf_close_unknown(s: Session) -> None:
 
 @scenario("ShareAcknowledge", "accept", "accepting acquired records in the session")
 async def sa_accept(s: Session) -> None:
-    t = await s.create_topic()
-    g = s.name("g")
-    node, epoch = await _started(s, g, t)
-    await s.call(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
-    await s.call(_ack(s, g, t, epoch + 1, [(0, 2, ACCEPT)]), node=node)
+    g, t, node, epoch = await _acquired(s)
+    await s.call(_ack(s, g, t, epoch, [(0, 2, ACCEPT)]), node=node)
 
 
 @scenario("ShareAcknowledge", "not-acquired", "accepting an offset the member does not hold")
