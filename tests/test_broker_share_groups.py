@@ -1,6 +1,7 @@
 """Share groups on an in-process broker, through the wire: delivery counts and the delivery
 limit, lock expiry, acknowledgements of records another member holds, the in-flight cap,
-and one partition's state machine on its own."""
+one partition's state machine on its own, and the share APIs advertised only while
+``share.version`` is finalized."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from broker_helpers import WireClient
+from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.generated.share_fetch import ShareFetchRequest
 from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
+from kafkagen.generated.update_features import UpdateFeaturesRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.share.share_partition import AckType, SharePartition
 from kafkagen.runtime.client import connect
@@ -213,3 +217,31 @@ def test_the_start_offset_moves_past_finished_records_only() -> None:
     assert ranges == [(12, 12, 2)]
     sp.acknowledge("m", 12, 12, [AckType.ACCEPT], 0)
     assert sp.start_offset == 15 and sp.in_flight() == 0
+
+
+VERSIONS = ApiVersionsRequest(client_software_name="test", client_software_version="1")
+
+
+def test_the_share_apis_are_advertised_while_share_version_is_finalized() -> None:
+    with BackgroundCluster(1) as c:
+        with WireClient(c.bootstrap) as w:
+            keys = {
+                k.api_key: (k.min_version, k.max_version)
+                for k in w.call(18, 3, VERSIONS).api_keys
+            }
+            assert [keys.get(k) for k in (76, 77, 78, 79)] == [(1, 1), (1, 1), (1, 2), (1, 2)]
+            U = UpdateFeaturesRequest
+            r = w.call(
+                57,
+                1,
+                U(
+                    feature_updates=[
+                        U.FeatureUpdateKey(
+                            feature="share.version", max_version_level=0, upgrade_type=2
+                        )
+                    ]
+                ),
+            )
+            assert r.error_code == 0
+            keys = {k.api_key for k in w.call(18, 3, VERSIONS).api_keys}
+            assert keys & {76, 77, 78, 79} == set() and 68 in keys
