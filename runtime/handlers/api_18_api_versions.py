@@ -16,7 +16,8 @@ when the broker serves the versions that protocol uses (Produce 12, EndTxn 5,
 TxnOffsetCommit 5), else it drops to 1, so a preset or ``kafkagen.api.version.max`` that
 caps them turns it off: Kafka's Java client uses transactions v2 only when the feature says so.
 The share-group APIs are listed only while ``share.version`` is at least 1 (the default):
-disabling it (``kafka-features disable --feature share.version``) hides them.
+disabling it (``kafka-features disable --feature share.version``) hides them. A preset lists
+its release's APIs as they are.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
     preset = ctx.broker.apis.preset
     features = ctx.broker.metadata.features if preset is None else _release_features(preset)
     versions = ctx.broker.apis.served_versions()
-    if not features.levels.get(SHARE_VERSION):
+    if preset is None and not features.levels.get(SHARE_VERSION):
         versions = {k: v for k, v in versions.items() if k not in SHARE_APIS}
     keys = KeyedList(
         ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
