@@ -115,6 +115,8 @@ class ShareGroupManager:
         client_id: str,
         client_host: str,
     ) -> HeartbeatResult:
+        """Join (epoch 0), stay or leave (-1); raises the heartbeat's error. ``member_id``
+        is not empty: the handler answers an empty one before the coordinator, as Kafka."""
         if member_epoch < LEAVE_EPOCH:
             raise InvalidRequestError(f"MemberEpoch is {member_epoch}, it must be -1 or more.")
         if member_epoch == 0 and not subscribed:
