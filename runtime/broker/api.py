@@ -40,6 +40,8 @@ from .release_presets import PRESET_CONFIG, preset_caps, preset_floors, preset_g
 from .security.authorizer import Authorizer
 from .security.listeners import Session
 from .security.sasl import Credentials
+from .share.share_group import ShareGroupManager
+from .share.share_partition_manager import SharePartitionManager
 from .storage.replica_manager import ReplicaManager
 from .transaction.transaction_coordinator import TransactionCoordinator
 from .types import BrokerInfo
@@ -172,6 +174,9 @@ class BrokerServices:
     authorizer: Authorizer
     #: PLAIN users and SCRAM credentials, shared by the cluster's brokers.
     credentials: Credentials
+    #: Share groups this broker coordinates, and its share sessions and partitions.
+    share_groups: ShareGroupManager
+    share_partitions: SharePartitionManager
 
 
 @dataclass(slots=True)

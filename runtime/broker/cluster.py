@@ -36,6 +36,9 @@ from .security.authorizer import Authorizer
 from .security.listeners import Listener, enabled_mechanisms, parse_listeners
 from .security.sasl import SCRAM_MECHANISMS, Credentials
 from .server import BrokerServer
+from .share.persister import ShareStatePersister
+from .share.share_group import ShareGroupManager
+from .share.share_partition_manager import SharePartitionManager
 from .storage.log_store import ClusterStorage
 from .storage.replica_fetcher import ReplicaFetcher
 from .storage.replica_manager import ProduceResult, ReplicaManager
@@ -97,6 +100,9 @@ class Broker(MetadataListener):
             running=lambda: self.running,
         )
         self.fetcher = ReplicaFetcher(rm, cluster)
+        share_partitions = SharePartitionManager(
+            node_id, self.configs, md, rm, cluster.share_state, timer_factory
+        )
         self.services = BrokerServices(
             node_id,
             self.configs,
@@ -108,6 +114,8 @@ class Broker(MetadataListener):
             cluster,
             cluster.authorizer,
             cluster.credentials,
+            share_groups=ShareGroupManager(node_id, self.configs, md, self.group_coordinator.log),
+            share_partitions=share_partitions,
         )
         gaps = self.services.apis.unadvertised()
         if gaps:
@@ -247,6 +255,7 @@ class Broker(MetadataListener):
         self._isr_check = self._retention_check = self._cleaner_check = self._checkpoint = None
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
+        self.services.share_partitions.shutdown()
         self.replica_manager.shutdown()
 
 
@@ -280,6 +289,8 @@ class Cluster:
             _check_loopback(lst.host)
         scram = [m for m in enabled_mechanisms(self.configs) if m in SCRAM_MECHANISMS]
         self.credentials = Credentials()
+        #: The state of share partitions, which every broker's share groups resume from.
+        self.share_state = ShareStatePersister()
         for name, password in (users or {}).items():
             self.credentials.add_user(name, password, scram)
         self.authorizer = Authorizer(self.configs, lambda: self.metadata.acls)

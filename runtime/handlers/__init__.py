@@ -77,6 +77,10 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     69: ("api_69_consumer_group_describe", 0, 1, 2),
     74: ("api_74_list_config_resources", 0, 1, 1),
     75: ("api_75_describe_topic_partitions", 0, 0, 0),
+    76: ("api_76_share_group_heartbeat", 1, 1, 1),
+    77: ("api_77_share_group_describe", 1, 1, 1),
+    78: ("api_78_share_fetch", 1, 2, 2),
+    79: ("api_79_share_acknowledge", 1, 2, 2),
 }
 
 

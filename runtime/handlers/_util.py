@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import uuid
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
+from typing import Any
 
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.config.definitions import ConfigResourceType
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.security.listeners import ANONYMOUS, SecurityProtocol
+from kafkagen.runtime.broker.share.share_partition_manager import PartitionResult
 from kafkagen.runtime.errors import (
     ClusterAuthorizationFailedError,
     DelegationTokenAuthDisabledError,
@@ -32,6 +35,8 @@ __all__ = [
     "in_transaction",
     "require_config_access",
     "require",
+    "share_acks",
+    "share_answer",
 ]
 
 
@@ -348,3 +353,51 @@ class Pager:
             return False
         self.remaining -= 1
         return True
+
+
+def share_acks(
+    topics: Iterable[Any],
+) -> dict[tuple[uuid.UUID, int], list[tuple[int, int, list[int]]]]:
+    """The acknowledgement batches of a ShareFetch or ShareAcknowledge request, by
+    (topic id, partition)."""
+    return {
+        (t.topic_id, p.partition_index): [
+            (b.first_offset, b.last_offset, list(b.acknowledge_types))
+            for b in p.acknowledgement_batches
+        ]
+        for t in topics
+        for p in t.partitions
+        if p.acknowledgement_batches
+    }
+
+
+def share_answer(
+    ctx: RequestContext,
+    response: Any,
+    topic_cls: type[Any],
+    results: Iterable[PartitionResult],
+    fill: Callable[[Any, PartitionResult], None],
+) -> None:
+    """Send a ShareFetch or ShareAcknowledge ``response`` with one entry per result, grouped
+    by topic (``fill`` sets what differs); a partition that moved names its leader, and the
+    leaders' endpoints come along (KIP-951)."""
+    cls = type(response)
+    topics: dict[uuid.UUID, Any] = {}
+    leaders: set[int] = set()
+    md = ctx.broker.metadata
+    for r in results:
+        topic_id, index = r.key
+        topic = topics.setdefault(topic_id, topic_cls(topic_id=topic_id, partitions=[]))
+        pd = cls.PartitionData(partition_index=index)
+        leader, epoch = r.current_leader
+        pd.current_leader = cls.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
+        if r.error is not None and r.error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER and leader >= 0:
+            leaders.add(leader)
+        fill(pd, r)
+        topic.partitions.append(pd)
+    response.responses = list(topics.values())
+    response.node_endpoints = [
+        cls.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        for b in (ctx.advertised(md.brokers[n]) for n in sorted(leaders) if n in md.brokers)
+    ]
+    ctx.respond(response)

@@ -1,6 +1,7 @@
 """ListGroups (key 16): the groups this broker coordinates, filtered by state and type.
 
-Groups of the consumer protocol (KIP-848) are listed with type and protocol type "consumer".
+Groups of the consumer protocol (KIP-848) are listed with type and protocol type "consumer",
+share groups (KIP-932) with "share".
 
 v6 (unstable, seed 001) pages the answer: groups come sorted by id, at most the pagination
 limit of them, and NextCursor names the first group of the next page. A page starts with a
@@ -9,6 +10,7 @@ bisect in the coordinator's sorted ids, so it costs its own size.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 
 from kafkagen.generated.list_groups import ListGroupsRequest, ListGroupsResponse
@@ -17,6 +19,7 @@ from kafkagen.runtime.broker.group.consumer_group import ConsumerGroup
 from kafkagen.runtime.broker.group.group_model import Group
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.share.share_group import ShareGroup
 from kafkagen.runtime.handlers._util import pagination_limit
 from kafkagen.runtime.pagination import paged_version
 
@@ -24,6 +27,7 @@ API_KEY = 16
 PAGED = paged_version(API_KEY)
 CLASSIC = "classic"
 CONSUMER = "consumer"
+SHARE = "share"
 
 
 def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
@@ -35,7 +39,16 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     if v >= PAGED:
         # Groups come by id from the cursor on, so a page costs its own size.
         start = None if request.cursor is None else request.cursor.group_id
-        wanted = (g for g in map(_listed, gc.groups_from(start)) if _kept(g, states, types))
+        shared = sorted(
+            (
+                g
+                for g in ctx.broker.share_groups.owned_groups()
+                if start is None or g.group_id >= start
+            ),
+            key=lambda g: g.group_id,
+        )
+        merged = heapq.merge(gc.groups_from(start), shared, key=lambda g: g.group_id)
+        wanted = (g for g in map(_listed, merged) if _kept(g, states, types))
         limit = pagination_limit(ctx, request.response_pagination_limit)
         kept = list(itertools.islice(wanted, limit + 1))
         if len(kept) > limit:
@@ -44,6 +57,7 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     else:
         listed = [_listed(g) for g in gc.list_groups()]
         listed += [_listed(g) for g in gc.consumer.owned_groups(gc.owned)]
+        listed += [_listed(g) for g in ctx.broker.share_groups.owned_groups()]
         kept = [g for g in sorted(listed) if _kept(g, states, types)]
     # Without DESCRIBE on the cluster, only the groups the sender may describe are listed.
     if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
@@ -60,8 +74,10 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     ctx.respond(response)
 
 
-def _listed(g: Group | ConsumerGroup) -> tuple[str, str, str, str]:
+def _listed(g: Group | ConsumerGroup | ShareGroup) -> tuple[str, str, str, str]:
     """(group id, protocol type, state, group type) as ListGroups answers them."""
+    if isinstance(g, ShareGroup):
+        return g.group_id, SHARE, g.state, SHARE
     if isinstance(g, ConsumerGroup):
         return g.group_id, CONSUMER, g.state.value, CONSUMER
     return g.group_id, g.protocol_type or "", g.state.value, CLASSIC

@@ -23,6 +23,7 @@ def _load_scenarios() -> None:
         every_api,
         group_scenarios,
         produce_fetch_scenarios,
+        share_scenarios,
         txn_scenarios,
     )
 

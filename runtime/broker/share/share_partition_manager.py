@@ -1,0 +1,411 @@
+"""Share fetches and acknowledgements on one broker (KIP-932): the share sessions of the
+members fetching here, and the share partitions of the partitions this broker leads.
+
+A member fetches from each partition's leader within a share session: epoch 0 opens it
+(replacing any), each later request names the epoch the previous answer moved it to, and
+-1 closes it (with acknowledgements only). A fetch acquires up to ``MaxRecords`` available
+records under a lock of ``group.share.record.lock.duration.ms``; when the lock runs out
+the records still acquired are released. With nothing to acquire, it waits up to
+``MaxWaitMs`` for new records.
+
+A partition's share state is read from the persister the first time this broker serves
+it for a group (a new one starts at the high watermark: ``share.auto.offset.reset``
+latest, the default) and written back on every change, so a new leader resumes it.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kafkagen.runtime.errors import (
+    InvalidRequestError,
+    InvalidShareSessionEpochError,
+    KafkaError,
+    ShareSessionLimitReachedError,
+    ShareSessionNotFoundError,
+    UnknownTopicIdError,
+)
+from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
+
+from ..config.store import ConfigStore
+from ..metadata.cluster_metadata import ClusterMetadata
+from ..storage.partition import Partition
+from ..storage.replica_manager import FetchInfo, FetchParams, ReplicaManager
+from .persister import ShareStatePersister
+from .share_partition import SharePartition
+
+__all__ = ["FINAL_EPOCH", "PartitionResult", "SharePartitionManager"]
+
+FINAL_EPOCH = -1
+_INT32_MAX = 2**31 - 1
+_BATCH_HEAD = struct.Struct(">qi")  # base offset, batch length
+_LAST_DELTA = struct.Struct(">i")
+_LAST_DELTA_AT = 23
+
+#: (topic id, partition index): how share requests name a partition.
+Key = tuple[uuid.UUID, int]
+#: An acknowledgement batch: first offset, last offset, acknowledge types.
+AckBatch = tuple[int, int, list[int]]
+
+
+@dataclass(slots=True)
+class PartitionResult:
+    """One partition's answer to a share fetch or acknowledgement."""
+
+    key: Key
+    #: Whether the request acknowledged records of it.
+    acknowledged: bool = False
+    error: KafkaError | None = None
+    ack_error: KafkaError | None = None
+    records: bytes = b""
+    #: (first offset, last offset, delivery count) of the records acquired.
+    acquired: list[tuple[int, int, int]] = field(default_factory=list)
+    #: (leader id, leader epoch), as this broker knows them.
+    current_leader: tuple[int, int] = (-1, -1)
+
+    @property
+    def reportable(self) -> bool:
+        """Whether an incremental answer lists it: it has records, acknowledgements or
+        an error."""
+        return bool(self.acquired or self.acknowledged or self.error or self.ack_error)
+
+
+@dataclass(slots=True)
+class _Session:
+    epoch: int
+    partitions: dict[Key, None]
+
+
+def _next_epoch(epoch: int) -> int:
+    return 1 if epoch == _INT32_MAX else epoch + 1
+
+
+class _LockTimeout(DelayedOperation):
+    """The acquisition lock of some records: they are released when it runs out."""
+
+    __slots__ = ("_manager", "_key", "_lock")
+
+    def __init__(
+        self, manager: SharePartitionManager, key: tuple[str, Key], lock: int, delay_ms: int
+    ) -> None:
+        super().__init__(delay_ms)
+        self._manager = manager
+        self._key = key
+        self._lock = lock
+
+    def try_complete(self) -> bool:
+        return False
+
+    def on_complete(self) -> None:
+        if self.is_expired:
+            self._manager._lock_expired(self._key, self._lock)
+
+
+def _batches(records: bytes) -> list[tuple[int, int, bytes]]:
+    """(first offset, last offset, bytes) of each record batch read from a log."""
+    out = []
+    at = 0
+    while at + _BATCH_HEAD.size <= len(records):
+        base, length = _BATCH_HEAD.unpack_from(records, at)
+        end = at + 12 + length
+        last = base + _LAST_DELTA.unpack_from(records, at + _LAST_DELTA_AT)[0]
+        out.append((base, last, records[at:end]))
+        at = end
+    return out
+
+
+class SharePartitionManager:
+    """The share sessions and share partitions of one broker."""
+
+    def __init__(
+        self,
+        node_id: int,
+        configs: ConfigStore,
+        metadata: ClusterMetadata,
+        replica_manager: ReplicaManager,
+        persister: ShareStatePersister,
+        timer_factory: Callable[[], Timer],
+    ) -> None:
+        self.node_id = node_id
+        self.configs = configs
+        self.metadata = metadata
+        self.replica_manager = replica_manager
+        self.persister = persister
+        self._sessions: dict[tuple[str, str], _Session] = {}
+        self._partitions: dict[tuple[str, Key], SharePartition] = {}
+        self._locks: DelayedOperationPurgatory[_LockTimeout] = DelayedOperationPurgatory(
+            "ShareLock", timer_factory()
+        )
+        replica_manager.role_listeners.append(self._on_role_change)
+
+    def _cfg(self, name: str) -> int:
+        return self.configs.broker_int(name, self.node_id)
+
+    @property
+    def lock_duration_ms(self) -> int:
+        return self._cfg("group.share.record.lock.duration.ms")
+
+    # -- sessions -----------------------------------------------------------------------
+
+    def _fetch_session(
+        self,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        wanted: list[Key],
+        forgotten: list[Key],
+        has_acks: bool,
+    ) -> _Session:
+        key = (group_id, member_id)
+        session = self._sessions.get(key)
+        if epoch == FINAL_EPOCH:
+            if wanted:
+                raise InvalidRequestError("a share fetch that closes its session fetches nothing")
+            if session is None:
+                raise ShareSessionNotFoundError(f"no share session for member {member_id}")
+            return session
+        if epoch == 0:
+            if has_acks:
+                raise InvalidRequestError("a share fetch that opens a session acknowledges nothing")
+            if session is None and len(self._sessions) >= self._cfg(
+                "group.share.max.share.sessions"
+            ):
+                raise ShareSessionLimitReachedError(
+                    "this broker has no room for another share session"
+                )
+            session = self._sessions[key] = _Session(1, dict.fromkeys(wanted))
+            return session
+        session = self._checked(key, member_id, epoch)
+        session.partitions.update(dict.fromkeys(wanted))
+        for k in forgotten:
+            session.partitions.pop(k, None)
+        return session
+
+    def _checked(self, key: tuple[str, str], member_id: str, epoch: int) -> _Session:
+        """The session, moved to its next epoch; ``epoch`` must be its current one."""
+        session = self._sessions.get(key)
+        if session is None:
+            raise ShareSessionNotFoundError(f"no share session for member {member_id}")
+        if session.epoch != epoch:
+            raise InvalidShareSessionEpochError(
+                f"the share session is at epoch {session.epoch}, not {epoch}"
+            )
+        session.epoch = _next_epoch(epoch)
+        return session
+
+    def _close(self, group_id: str, member_id: str) -> None:
+        """The member's session ends: what it holds here is released."""
+        self._sessions.pop((group_id, member_id), None)
+        for (group, key), sp in list(self._partitions.items()):
+            if group == group_id and sp.release_member(member_id):
+                self._persist(group, key, sp)
+
+    # -- requests -----------------------------------------------------------------------
+
+    def share_fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        wanted: list[Key],
+        forgotten: list[Key],
+        acks: dict[Key, list[AckBatch]],
+        max_wait_ms: int,
+        max_bytes: int,
+        max_records: int,
+        renew_only: bool,
+        respond: Callable[[list[PartitionResult]], None],
+    ) -> None:
+        """Acquire records of the session's partitions, then apply the acknowledgements;
+        ``respond`` gets the partitions to answer. Raises the session's errors (the
+        request's error)."""
+        session = self._fetch_session(group_id, member_id, epoch, wanted, forgotten, bool(acks))
+        results = {
+            k: PartitionResult(k, acknowledged=True, current_leader=self._current_leader(k))
+            for k in acks
+        }
+        keys = [] if epoch == FINAL_EPOCH or renew_only else list(session.partitions)
+        for k in keys:
+            results.setdefault(k, PartitionResult(k))
+        # As on Kafka, the fetch does not see this request's own acknowledgements: records
+        # it releases are acquired again by a later fetch.
+        waiting = self._acquire_all(group_id, member_id, keys, results, max_bytes, max_records)
+        for k, batches in acks.items():
+            results[k].ack_error = self._acknowledge(group_id, member_id, k, batches)
+        if epoch == FINAL_EPOCH:
+            self._close(group_id, member_id)
+        full = epoch == 0
+
+        def answer() -> None:
+            respond([r for r in results.values() if full or r.reportable])
+
+        if not waiting or max_wait_ms <= 0 or any(r.acquired or r.error for r in results.values()):
+            answer()
+            return
+
+        def woken(_: object) -> None:
+            if (group_id, member_id) in self._sessions:
+                self._acquire_all(group_id, member_id, keys, results, max_bytes, max_records)
+            answer()
+
+        params = FetchParams(max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes)
+        self.replica_manager.fetch_messages(params, waiting, woken)
+
+    def share_acknowledge(
+        self, group_id: str, member_id: str, epoch: int, acks: dict[Key, list[AckBatch]]
+    ) -> list[PartitionResult]:
+        """Apply the acknowledgements; raises the session's errors (the request's error)."""
+        key = (group_id, member_id)
+        if epoch == 0:
+            raise InvalidShareSessionEpochError("a share acknowledgement cannot open a session")
+        if epoch == FINAL_EPOCH:
+            if key not in self._sessions:
+                raise ShareSessionNotFoundError(f"no share session for member {member_id}")
+        else:
+            self._checked(key, member_id, epoch)
+        results = [
+            PartitionResult(
+                k,
+                error=self._acknowledge(group_id, member_id, k, batches),
+                current_leader=self._current_leader(k),
+            )
+            for k, batches in acks.items()
+        ]
+        if epoch == FINAL_EPOCH:
+            self._close(group_id, member_id)
+        return results
+
+    # -- share partitions ---------------------------------------------------------------
+
+    def _leader(self, k: Key) -> tuple[TopicPartition, Partition]:
+        name = self.metadata.topic_names.get(k[0])
+        if name is None:
+            raise UnknownTopicIdError(f"no topic has id {k[0]}")
+        return TopicPartition(name, k[1]), self.replica_manager.leader_partition(
+            TopicPartition(name, k[1])
+        )
+
+    def _current_leader(self, k: Key) -> tuple[int, int]:
+        name = self.metadata.topic_names.get(k[0])
+        known = None if name is None else self.metadata.partition(name, k[1])
+        return (-1, -1) if known is None else (known.leader, known.leader_epoch)
+
+    def _share_partition(self, group_id: str, k: Key, partition: Partition) -> SharePartition:
+        sp = self._partitions.get((group_id, k))
+        if sp is not None:
+            return sp
+        limit = self._cfg("group.share.delivery.count.limit")
+        locks = self._cfg("group.share.partition.max.record.locks")
+        state = self.persister.read(group_id, *k)
+        if state is None:
+            sp = SharePartition(partition.high_watermark, limit, locks)
+            self._persist(group_id, k, sp)
+        else:
+            sp = SharePartition.restore(state, limit, locks)
+        self._partitions[(group_id, k)] = sp
+        return sp
+
+    def _persist(self, group_id: str, k: Key, sp: SharePartition) -> None:
+        self.persister.write(group_id, k[0], k[1], sp.snapshot())
+
+    def _acquire_all(
+        self,
+        group_id: str,
+        member_id: str,
+        keys: Iterable[Key],
+        results: dict[Key, PartitionResult],
+        max_bytes: int,
+        max_records: int,
+    ) -> list[tuple[TopicPartition, FetchInfo]]:
+        """Acquire records of each partition into ``results``, at most ``max_records`` in
+        all; returns where to wait for new records of those that had none to give."""
+        waiting = []
+        budget = max_records
+        for k in keys:
+            result = results[k]
+            try:
+                tp, partition = self._leader(k)
+            except KafkaError as e:
+                result.error = e
+                result.current_leader = self._current_leader(k)
+                continue
+            result.current_leader = (partition.leader_id, partition.leader_epoch)
+            sp = self._share_partition(group_id, k, partition)
+            if partition.log.log_start_offset > sp.start_offset:
+                sp.move_start(partition.log.log_start_offset)
+                self._persist(group_id, k, sp)
+            start = sp.first_fetchable(partition.high_watermark)
+            if start is None or budget <= 0:
+                if sp.in_flight() < sp.max_in_flight:
+                    waiting.append((tp, FetchInfo(sp.next_offset, max_bytes)))
+                continue
+            params = FetchParams(max_bytes=max_bytes)
+            read = self.replica_manager.read_from_local_log(
+                params, [(tp, FetchInfo(start, max_bytes))]
+            )
+            if read[0][1].error is not None:
+                result.error = read[0][1].error
+                continue
+            batches = _batches(read[0][1].records)
+            ranges, used, lock = sp.acquire(
+                member_id, [(b[0], b[1]) for b in batches], partition.high_watermark, budget
+            )
+            if not ranges:
+                continue
+            budget -= sum(last - first + 1 for first, last, _ in ranges)
+            result.acquired = ranges
+            result.records = b"".join(batches[i][2] for i in sorted(used))
+            self._lock(group_id, k, lock)
+            self._persist(group_id, k, sp)
+        return waiting
+
+    def _acknowledge(
+        self, group_id: str, member_id: str, k: Key, batches: list[AckBatch]
+    ) -> KafkaError | None:
+        try:
+            _, partition = self._leader(k)
+            sp = self._share_partition(group_id, k, partition)
+            renewal = sp.new_lock()
+            renewed = False
+            try:
+                for first, last, types in batches:
+                    renewed = sp.acknowledge(member_id, first, last, types, renewal) or renewed
+            finally:
+                self._persist(group_id, k, sp)
+                if renewed:
+                    self._lock(group_id, k, renewal)
+        except KafkaError as e:
+            return e
+        return None
+
+    def _lock(self, group_id: str, k: Key, lock: int) -> None:
+        op = _LockTimeout(self, (group_id, k), lock, self.lock_duration_ms)
+        self._locks.try_complete_else_watch(op, [(group_id, k)])
+
+    def _lock_expired(self, key: tuple[str, Key], lock: int) -> None:
+        sp = self._partitions.get(key)
+        if sp is not None and sp.expire(lock):
+            self._persist(key[0], key[1], sp)
+
+    def _on_role_change(self, partition: Partition, leader: bool) -> None:
+        # Another broker may change the state while this one does not lead: read it
+        # again from the persister when leading again.
+        tp = partition.tp
+        for group_id, k in list(self._partitions):
+            if k[1] == tp.partition and self.metadata.topic_names.get(k[0]) == tp.topic:
+                del self._partitions[(group_id, k)]
+
+    # -- what describing and listing read ---------------------------------------------
+
+    def start_offsets(self, group_id: str) -> dict[Key, int]:
+        """The share-partition start offset of each partition the group has state for."""
+        return {k: s.start_offset for k, s in self.persister.partitions_of(group_id).items()}
+
+    def shutdown(self) -> None:
+        self._locks.shutdown()
+        self._locks.timer.close()

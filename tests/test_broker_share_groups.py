@@ -1,0 +1,247 @@
+"""Share groups on an in-process broker, through the wire: delivery counts and the delivery
+limit, lock expiry, acknowledgements of records another member holds, the in-flight cap,
+one partition's state machine on its own, and the share APIs advertised only while
+``share.version`` is finalized."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from broker_helpers import WireClient
+from kafkagen.generated.api_versions import ApiVersionsRequest
+from kafkagen.generated.create_topics import CreateTopicsRequest
+from kafkagen.generated.produce import ProduceRequest
+from kafkagen.generated.share_fetch import ShareFetchRequest
+from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
+from kafkagen.generated.update_features import UpdateFeaturesRequest
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.share.share_partition import AckType, SharePartition
+from kafkagen.runtime.client import connect
+from kafkagen.runtime.errors import ErrorCode, InvalidRecordStateError, InvalidRequestError
+from kafkagen.runtime.records import Record, build_batch
+
+LOCK_MS = 1000
+GROUP = "g"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[BackgroundCluster]:
+    configs = {
+        "group.share.record.lock.duration.ms": str(LOCK_MS),
+        "group.share.delivery.count.limit": "2",
+        "group.share.partition.max.record.locks": "100",
+    }
+    with BackgroundCluster(brokers=1, configs=configs) as c:
+        yield c
+
+
+class Member:
+    """A member of the share group, fetching within its own share session."""
+
+    def __init__(self, client: Any, topic_id: uuid.UUID, name: str) -> None:
+        self.client, self.topic_id, self.name = client, topic_id, name
+        self.epoch = 0
+
+    async def join(self, topic: str) -> None:
+        r = await self.client.request(
+            ShareGroupHeartbeatRequest(
+                group_id=GROUP, member_id=self.name, member_epoch=0, subscribed_topic_names=[topic]
+            )
+        )
+        assert r.error_code == 0
+
+    async def fetch(self, acks: list[tuple[int, int, int]] = (), wait_ms: int = 0) -> Any:  # type: ignore[assignment]
+        F = ShareFetchRequest
+        batches = [
+            F.AcknowledgementBatch(first_offset=a, last_offset=b, acknowledge_types=[t])
+            for a, b, t in acks
+        ]
+        r = await self.client.request(
+            F(
+                group_id=GROUP,
+                member_id=self.name,
+                share_session_epoch=self.epoch,
+                max_wait_ms=wait_ms,
+                max_records=500,
+                batch_size=500,
+                topics=[
+                    F.FetchTopic(
+                        topic_id=self.topic_id,
+                        partitions=[
+                            F.FetchPartition(partition_index=0, acknowledgement_batches=batches)
+                        ],
+                    )
+                ],
+            )
+        )
+        assert r.error_code == 0
+        self.epoch += 1
+        return r
+
+
+def acquired(r: Any) -> list[tuple[int, int, int]]:
+    return [
+        (a.first_offset, a.last_offset, a.delivery_count)
+        for t in r.responses
+        for p in t.partitions
+        for a in p.acquired_records
+    ]
+
+
+def ack_errors(r: Any) -> list[int]:
+    return [p.acknowledge_error_code for t in r.responses for p in t.partitions]
+
+
+def run(cluster: BackgroundCluster, scenario: Any) -> None:
+    async def go() -> None:
+        host, port = cluster.bootstrap.rsplit(":", 1)
+        async with await connect(host, int(port)) as client:
+            await client.find_coordinators([GROUP])
+            topic = f"share-{uuid.uuid4().hex[:8]}"
+            C = CreateTopicsRequest
+            created = await client.request(
+                C(
+                    topics=[C.CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
+                    timeout_ms=10000,
+                )
+            )
+            topic_id = created.topics[0].topic_id
+
+            async def produce(count: int) -> None:
+                records = [Record(key=b"k%d" % i, value=b"v") for i in range(count)]
+                P = ProduceRequest
+                r = await client.request(
+                    P(
+                        acks=-1,
+                        timeout_ms=10000,
+                        topic_data=[
+                            P.TopicProduceData(
+                                name=topic,
+                                topic_id=topic_id,
+                                partition_data=[
+                                    P.PartitionProduceData(index=0, records=build_batch(records))
+                                ],
+                            )
+                        ],
+                    )
+                )
+                assert r.responses[0].partition_responses[0].error_code == 0
+
+            await scenario(client, topic, topic_id, produce)
+
+    asyncio.run(go())
+
+
+def test_a_record_released_up_to_the_delivery_limit_is_archived(cluster: BackgroundCluster) -> None:
+    async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
+        m = Member(client, topic_id, f"m-{uuid.uuid4().hex[:8]}")
+        await m.join(topic)
+        await m.fetch()  # opens the session; the group starts at the latest offset
+        await produce(1)
+        assert acquired(await m.fetch(wait_ms=2000)) == [(0, 0, 1)]
+        # Released: the same request does not acquire it again, the next one does.
+        r = await m.fetch(acks=[(0, 0, AckType.RELEASE)])
+        assert acquired(r) == [] and ack_errors(r) == [0]
+        assert acquired(await m.fetch()) == [(0, 0, 2)]
+        # Released at the limit (2 deliveries): archived, never delivered again.
+        await m.fetch(acks=[(0, 0, AckType.RELEASE)])
+        assert acquired(await m.fetch()) == []
+        await produce(1)
+        assert acquired(await m.fetch(wait_ms=2000)) == [(1, 1, 1)]
+
+    run(cluster, scenario)
+
+
+def test_a_lock_that_runs_out_releases_the_record(cluster: BackgroundCluster) -> None:
+    async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
+        a = Member(client, topic_id, f"a-{uuid.uuid4().hex[:8]}")
+        b = Member(client, topic_id, f"b-{uuid.uuid4().hex[:8]}")
+        await a.join(topic)
+        await b.join(topic)
+        await a.fetch()
+        await b.fetch()
+        await produce(2)
+        assert acquired(await a.fetch(wait_ms=2000)) == [(0, 1, 1)]
+        # b cannot acknowledge what a holds, and gets nothing while a's lock holds.
+        r = await b.fetch(acks=[(0, 0, AckType.ACCEPT)])
+        assert ack_errors(r) == [ErrorCode.INVALID_RECORD_STATE] and acquired(r) == []
+        deadline = time.monotonic() + 10
+        got: list[tuple[int, int, int]] = []
+        while not got and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            got = acquired(await b.fetch())
+        assert got == [(0, 1, 2)], "the expired records came back to b, delivered twice"
+        # a's lock is gone: its acceptance now fails.
+        r = await a.fetch(acks=[(0, 1, AckType.ACCEPT)])
+        assert ack_errors(r) == [ErrorCode.INVALID_RECORD_STATE]
+
+    run(cluster, scenario)
+
+
+def test_no_more_records_are_in_flight_than_the_cap(cluster: BackgroundCluster) -> None:
+    async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
+        m = Member(client, topic_id, f"m-{uuid.uuid4().hex[:8]}")
+        await m.join(topic)
+        await m.fetch()
+        await produce(150)
+        assert acquired(await m.fetch(wait_ms=2000)) == [(0, 99, 1)]  # the cap is 100
+        assert acquired(await m.fetch()) == []
+        assert acquired(await m.fetch(acks=[(0, 99, AckType.ACCEPT)])) == []
+        assert acquired(await m.fetch()) == [(100, 149, 1)]
+
+    run(cluster, scenario)
+
+
+def test_the_start_offset_moves_past_finished_records_only() -> None:
+    sp = SharePartition(start_offset=10, delivery_limit=3, max_in_flight=100)
+    ranges, used, _ = sp.acquire("m", [(10, 14)], high_watermark=15, max_records=100)
+    assert ranges == [(10, 14, 1)] and used == {0}
+    assert sp.end_offset == 14
+    sp.acknowledge("m", 11, 11, [AckType.ACCEPT], 0)
+    assert sp.start_offset == 10  # 10 is still acquired
+    sp.acknowledge("m", 10, 10, [AckType.REJECT], 0)
+    assert sp.start_offset == 12
+    with pytest.raises(InvalidRecordStateError):
+        sp.acknowledge("other", 12, 12, [AckType.ACCEPT], 0)
+    with pytest.raises(InvalidRequestError):
+        sp.acknowledge("m", 12, 13, [AckType.ACCEPT, AckType.ACCEPT, AckType.ACCEPT], 0)
+    # One type per offset: 12 released, 13 and 14 accepted.
+    sp.acknowledge("m", 12, 14, [AckType.RELEASE, AckType.ACCEPT, AckType.ACCEPT], 0)
+    assert sp.start_offset == 12
+    ranges, _, _ = sp.acquire("m", [(10, 14)], high_watermark=15, max_records=100)
+    assert ranges == [(12, 12, 2)]
+    sp.acknowledge("m", 12, 12, [AckType.ACCEPT], 0)
+    assert sp.start_offset == 15 and sp.in_flight() == 0
+
+
+VERSIONS = ApiVersionsRequest(client_software_name="test", client_software_version="1")
+
+
+def test_the_share_apis_are_advertised_while_share_version_is_finalized() -> None:
+    with BackgroundCluster(1) as c:
+        with WireClient(c.bootstrap) as w:
+            keys = {
+                k.api_key: (k.min_version, k.max_version)
+                for k in w.call(18, 3, VERSIONS).api_keys
+            }
+            assert [keys.get(k) for k in (76, 77, 78, 79)] == [(1, 1), (1, 1), (1, 2), (1, 2)]
+            U = UpdateFeaturesRequest
+            r = w.call(
+                57,
+                1,
+                U(
+                    feature_updates=[
+                        U.FeatureUpdateKey(
+                            feature="share.version", max_version_level=0, upgrade_type=2
+                        )
+                    ]
+                ),
+            )
+            assert r.error_code == 0
+            keys = {k.api_key for k in w.call(18, 3, VERSIONS).api_keys}
+            assert keys & {76, 77, 78, 79} == set() and 68 in keys

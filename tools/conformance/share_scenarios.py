@@ -1,0 +1,316 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
+ShareAcknowledge, their ordinary paths and their errors."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from kafkagen.generated.list_groups import ListGroupsRequest
+from kafkagen.generated.share_acknowledge import ShareAcknowledgeRequest
+from kafkagen.generated.share_fetch import ShareFetchRequest
+from kafkagen.generated.share_group_describe import ShareGroupDescribeRequest
+from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
+
+from .core import Session, scenario
+from .messages import batch
+
+#: Member ids: a share consumer names itself.
+MEMBER = "share-member-0000000001"
+ACCEPT, RELEASE = 1, 2
+#: How long the first fetch after producing may wait: Kafka's can complete before it sees
+#: records the producer was just told are written.
+FIRST_FETCH_WAIT_MS = 2000
+
+
+def _heartbeat(group: str, topic: str | None, member: str = MEMBER, epoch: int = 0) -> Any:
+    return ShareGroupHeartbeatRequest(
+        group_id=group,
+        member_id=member,
+        member_epoch=epoch,
+        subscribed_topic_names=[topic] if topic is not None else None,
+    )
+
+
+async def _joined(s: Session, group: str, topic: str, member: str = MEMBER) -> Any:
+    """The member in the group, holding its partitions (heartbeats not recorded): Kafka
+    assigns a partition once its share state is initialised, a heartbeat or two after the
+    join. None if it could not join."""
+    node = await s.coordinator(group)
+    r = await s.setup(_heartbeat(group, topic, member), node=node)
+    for _ in range(50):
+        if r.error_code != 0:
+            return None
+        if r.assignment is not None and any(t.partitions for t in r.assignment.topic_partitions):
+            return r
+        await asyncio.sleep(0.2)
+        r = await s.setup(_heartbeat(group, None, member, r.member_epoch), node=node)
+    return None
+
+
+def _fetch(
+    s: Session,
+    group: str,
+    topic: str | None,
+    epoch: int,
+    acks: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
+    member: str = MEMBER,
+    wait_ms: int = 0,
+) -> ShareFetchRequest:
+    F = ShareFetchRequest
+    topics = []
+    if topic is not None:
+        topics = [
+            F.FetchTopic(
+                topic_id=s.topic_uuids[topic],
+                partitions=[
+                    F.FetchPartition(
+                        partition_index=0,
+                        acknowledgement_batches=[
+                            F.AcknowledgementBatch(
+                                first_offset=a, last_offset=b, acknowledge_types=[t]
+                            )
+                            for a, b, t in acks
+                        ],
+                    )
+                ],
+            )
+        ]
+    return F(
+        group_id=group,
+        member_id=member,
+        share_session_epoch=epoch,
+        max_wait_ms=wait_ms,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=100,
+        batch_size=100,
+        topics=topics,
+        forgotten_topics_data=[],
+    )
+
+
+def _ack(
+    s: Session, group: str, topic: str, epoch: int, acks: list[tuple[int, int, int]]
+) -> ShareAcknowledgeRequest:
+    A = ShareAcknowledgeRequest
+    return A(
+        group_id=group,
+        member_id=MEMBER,
+        share_session_epoch=epoch,
+        topics=[
+            A.AcknowledgeTopic(
+                topic_id=s.topic_uuids[topic],
+                partitions=[
+                    A.AcknowledgePartition(
+                        partition_index=0,
+                        acknowledgement_batches=[
+                            A.AcknowledgementBatch(
+                                first_offset=a, last_offset=b, acknowledge_types=[t]
+                            )
+                            for a, b, t in acks
+                        ],
+                    )
+                ],
+            )
+        ],
+    )
+
+
+async def _started(s: Session, group: str, topic: str) -> tuple[int, int]:
+    """A member holding the partition (its share state initialised at the latest offset,
+    the default) with a share session open on the leader, and then 3 records produced; the
+    leader and the session's next epoch."""
+    await _joined(s, group, topic)
+    node = await s.leader(topic)
+    # Kafka initialises the partition's share state on the first fetch, in the background:
+    # a second fetch (waiting a little) comes after it.
+    await s.setup(_fetch(s, group, topic, 0), node=node)
+    await s.setup(_fetch(s, group, topic, 1, wait_ms=500), node=node)
+    await s.produced(topic, batch(3))
+    return node, 2
+
+
+async def _acquired(s: Session) -> tuple[str, str, int, int]:
+    """`_started` on a new topic and group, then a fetch acquiring the 3 records (recorded);
+    the group, topic, leader and the session's next epoch."""
+    t = await s.create_topic()
+    g = s.name("g")
+    node, epoch = await _started(s, g, t)
+    await s.call(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
+    return g, t, node, epoch + 1
+
+
+# ---------------------------------------------------------------------- ShareGroupHeartbeat
+
+
+@scenario("ShareGroupHeartbeat", "join", "a new member subscribing to a topic of two partitions")
+async def sg_join(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    await s.call(_heartbeat(g, t), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupHeartbeat", "leave", "a member holding its partition leaves (epoch -1)")
+async def sg_leave(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    if await _joined(s, g, t) is not None:
+        await s.call(_heartbeat(g, None, epoch=-1), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupHeartbeat", "empty-member-id", "a join without a member id")
+async def sg_empty_member(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_heartbeat(g, t, member=""), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupHeartbeat", "no-subscription", "a join that subscribes to nothing")
+async def sg_no_subscription(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_heartbeat(g, None), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupHeartbeat", "fenced-epoch", "a heartbeat at an epoch the member never had")
+async def sg_fenced(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    r = await _joined(s, g, t)
+    if r is not None:
+        await s.call(_heartbeat(g, None, epoch=r.member_epoch + 10), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupHeartbeat", "unknown-member", "epoch 5 of a member that never joined")
+async def sg_unknown(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_heartbeat(g, None, epoch=5), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupHeartbeat", "consumer-group-id", "joining a consumer-protocol group's id")
+async def sg_consumer_group(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    node = await s.coordinator(g)
+    await s.setup(
+        ConsumerGroupHeartbeatRequest(
+            group_id=g,
+            member_id="consumer-member-000000001",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=[t],
+            topic_partitions=[],
+        ),
+        node=node,
+    )
+    await s.call(_heartbeat(g, t), node=node)
+
+
+# ---------------------------------------------------------------------- ShareGroupDescribe
+
+
+@scenario("ShareGroupDescribe", "one-member", "a group of one member and its partitions")
+async def sg_describe(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    await _joined(s, g, t)
+    await s.call(ShareGroupDescribeRequest(group_ids=[g]), node=await s.coordinator(g))
+
+
+@scenario("ShareGroupDescribe", "unknown-group", "a group id no group has")
+async def sg_describe_unknown(s: Session) -> None:
+    g = s.name("g")
+    await s.call(ShareGroupDescribeRequest(group_ids=[g]), node=await s.coordinator(g))
+
+
+@scenario("ListGroups", "share-group", "a share group, listed by type")
+async def sg_list(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await _joined(s, g, t)
+
+    def mine(data: Any) -> Any:
+        data["groups"] = [x for x in data["groups"] if x["groupId"] == g]
+        return data
+
+    await s.call(ListGroupsRequest(types_filter=["share"]), node=await s.coordinator(g), keep=mine)
+
+
+# ---------------------------------------------------------------------- ShareFetch
+
+
+@scenario("ShareFetch", "acquire-and-accept", "acquire three records, accept them, fetch again")
+async def sf_acquire(s: Session) -> None:
+    g, t, node, epoch = await _acquired(s)
+    await s.call(_fetch(s, g, t, epoch, acks=[(0, 2, ACCEPT)]), node=node)
+
+
+@scenario("ShareFetch", "release-redelivers", "released records come back with delivery count 2")
+async def sf_release(s: Session) -> None:
+    g, t, node, epoch = await _acquired(s)
+    await s.call(_fetch(s, g, t, epoch, acks=[(0, 2, RELEASE)]), node=node)
+    await s.call(_fetch(s, g, t, epoch + 1, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
+
+
+@scenario("ShareFetch", "no-session", "an incremental fetch (epoch 3) without a session")
+async def sf_no_session(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_fetch(s, g, t, 3), node=await s.leader(t))
+
+
+@scenario("ShareFetch", "open-with-acks", "a fetch opening a session (epoch 0) that acknowledges")
+async def sf_open_acks(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await _joined(s, g, t)
+    await s.call(_fetch(s, g, t, 0, acks=[(0, 0, ACCEPT)]), node=await s.leader(t))
+
+
+@scenario("ShareFetch", "wrong-epoch", "a session opened, then a fetch at epoch 5")
+async def sf_wrong_epoch(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await _joined(s, g, t)
+    node = await s.leader(t)
+    await s.setup(_fetch(s, g, t, 0), node=node)
+    await s.call(_fetch(s, g, t, 5), node=node)
+
+
+@scenario("ShareFetch", "close-unknown-session", "closing (epoch -1) a session never opened")
+async def sf_close_unknown(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_fetch(s, g, None, -1), node=await s.leader(t))
+
+
+# ---------------------------------------------------------------------- ShareAcknowledge
+
+
+@scenario("ShareAcknowledge", "accept", "accepting acquired records in the session")
+async def sa_accept(s: Session) -> None:
+    g, t, node, epoch = await _acquired(s)
+    await s.call(_ack(s, g, t, epoch, [(0, 2, ACCEPT)]), node=node)
+
+
+@scenario("ShareAcknowledge", "not-acquired", "accepting an offset the member does not hold")
+async def sa_not_acquired(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    node, epoch = await _started(s, g, t)
+    await s.call(_ack(s, g, t, epoch, [(0, 0, ACCEPT)]), node=node)
+
+
+@scenario("ShareAcknowledge", "initial-epoch", "an acknowledgement at epoch 0")
+async def sa_initial_epoch(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_ack(s, g, t, 0, [(0, 0, ACCEPT)]), node=await s.leader(t))
+
+
+@scenario("ShareAcknowledge", "no-session", "an acknowledgement at epoch 1 without a session")
+async def sa_no_session(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_ack(s, g, t, 1, [(0, 0, ACCEPT)]), node=await s.leader(t))
