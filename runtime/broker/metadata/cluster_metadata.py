@@ -122,6 +122,9 @@ class ClusterMetadata:
         #: How many changes the image has had since the process started: the offset of the
         #: metadata log kafkagen does not keep (DescribeQuorum reports it).
         self.change_count = 0
+        #: Whether a broker's requests reach the controller (the control API's faults
+        #: cut them off).
+        self.reaches_controller: Callable[[int], bool] = lambda node_id: True
 
     # -- brokers ----------------------------------------------------------------------
 
@@ -287,10 +290,17 @@ class ClusterMetadata:
         info.partition_epoch += 1
         self._publish([info])
 
-    def set_isr(self, topic: str, index: int, isr: list[int]) -> None:
-        """A leader shrinks or expands its ISR (Kafka's AlterPartition)."""
+    def set_isr(self, topic: str, index: int, isr: list[int], leader: int | None = None) -> None:
+        """A leader shrinks or expands its ISR (Kafka's AlterPartition). A ``leader`` that
+        cannot reach the controller changes nothing, and a fenced broker does not join."""
         info = self.partition(topic, index)
-        if info is None or sorted(info.isr) == sorted(isr):
+        if info is None:
+            return
+        if leader is not None:
+            if not self.reaches_controller(leader):
+                return
+            isr = [r for r in isr if r in info.isr or self.brokers[r].alive]
+        if sorted(info.isr) == sorted(isr):
             return
         old_isr = info.isr
         info.isr = [r for r in info.replicas if r in isr]

@@ -522,9 +522,11 @@ class ReplicaManager:
                 continue
             moved = partition.update_follower(replica_id, info.fetch_offset, clock_ms)
             if partition.can_join_isr(replica_id):
-                # Caught up: back in the ISR (publishing runs _on_progress for the partition).
-                self.metadata.set_isr(tp.topic, tp.partition, [*partition.isr, replica_id])
-            elif moved:
+                # Caught up: back in the ISR, unless the controller cannot be reached.
+                self.metadata.set_isr(
+                    tp.topic, tp.partition, [*partition.isr, replica_id], self.broker_id
+                )
+            if moved:
                 self._on_progress(tp)
 
     def check_isr(self) -> int:
@@ -539,7 +541,7 @@ class ReplicaManager:
             if lagging:
                 dropped += len(lagging)
                 isr = [r for r in partition.isr if r not in lagging]
-                self.metadata.set_isr(tp.topic, tp.partition, isr)
+                self.metadata.set_isr(tp.topic, tp.partition, isr, self.broker_id)
         return dropped
 
     def leader_throttled(self, partition: Partition, replica_id: int) -> bool:
