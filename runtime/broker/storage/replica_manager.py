@@ -316,6 +316,7 @@ class ReplicaManager:
                 assert topic is not None
                 partition = self.partitions[tp] = Partition(tp, topic.topic_id, self.broker_id)
                 partition.log.roll_limits = self._roll_limits(tp.topic)
+                partition.min_isr = self._min_isr(tp.topic)
                 if self.storage is not None:
                     self.storage.open(partition, self.now())
             was_leader = partition.is_leader
@@ -325,6 +326,9 @@ class ReplicaManager:
                     listener(partition, partition.is_leader)
             # Waiting requests may now have an answer (e.g. NOT_LEADER_OR_FOLLOWER).
             self._on_progress(tp)
+
+    def _min_isr(self, topic: str) -> Callable[[], int]:
+        return lambda: self.configs.topic_config(topic).min_insync_replicas
 
     def _roll_limits(self, topic: str) -> Callable[[], tuple[int, int]]:
         def limits() -> tuple[int, int]:
