@@ -47,6 +47,7 @@ from .reassignment import ReassignmentManager
 __all__ = ["MAX_PARTITIONS_PER_REQUEST", "ClusterMetadata", "validate_topic_name"]
 
 MIN_ISR = "min.insync.replicas"
+UNCLEAN = "unclean.leader.election.enable"
 #: Kafka's controller refuses a CreateTopics or CreatePartitions request that would make
 #: more partitions than this in all, before making any (one request must not exhaust memory).
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -311,9 +312,10 @@ class ClusterMetadata:
         """A broker stopped (or was paused): move its leaderships, drop it from ISRs.
 
         A new leader comes from the ISR and gets a new leader epoch. When the broker was the
-        last in-sync replica the partition has no leader until an eligible one returns (no
-        unclean election): with eligible leader replicas on, the ISR empties and the broker
-        joins the ELR; without, it stays in the ISR.
+        last in-sync replica the partition has no leader until an eligible one returns:
+        with eligible leader replicas on, the ISR empties and the broker joins the ELR;
+        without, it stays in the ISR. Unless the topic allows an unclean election
+        (``unclean.leader.election.enable``): then the first alive replica leads.
         """
         broker = self.brokers.get(node_id)
         if broker is None or not broker.alive:
@@ -333,13 +335,16 @@ class ClusterMetadata:
                 if others or elr:
                     old_isr, p.isr = p.isr, others
                     self._track_elr(p, old_isr)
+                if p.leader == -1:
+                    self._elect_unclean(p, [r for r in p.replicas if r in alive])
                 changed.append(p)
         for p in changed:
             p.partition_epoch += 1
         self._publish(changed)
 
     def broker_up(self, node_id: int) -> None:
-        """A broker is back: it leads what it was the last in-sync replica of."""
+        """A broker is back: it leads what it was the last in-sync (or eligible) replica
+        of, or any leaderless partition of a topic that allows an unclean election."""
         broker = self.brokers.get(node_id)
         if broker is None or broker.alive:
             return
@@ -354,6 +359,8 @@ class ClusterMetadata:
                     p.leader_epoch += 1
                 elif p.leader == -1 and not p.isr and node_id in p.elr:
                     self._elect_from_elr(p, node_id)
+                elif p.leader == -1:
+                    self._elect_unclean(p, [node_id])
                 # Followers catch up first; the leader adds them to the ISR then.
                 changed.append(p)
         for p in changed:
@@ -443,6 +450,18 @@ class ClusterMetadata:
         p.leader_epoch += 1
         p.elr = [r for r in p.elr if r != node_id]
         self._track_elr(p, old_isr)
+
+    def _elect_unclean(self, p: PartitionInfo, candidates: list[int]) -> None:
+        """Kafka's last resort when the topic allows it: a replica outside the ISR and ELR
+        leads, alone in the ISR, and what only the lost replicas had is lost."""
+        if not candidates or not self.configs.topic_value(p.topic, UNCLEAN):
+            return
+        logging.getLogger("kafkagen.broker").warning(
+            "%s-%d: unclean election of broker %d", p.topic, p.index, candidates[0]
+        )
+        p.leader, p.isr = candidates[0], [candidates[0]]
+        p.leader_epoch += 1
+        p.elr, p.last_known_elr = [], []
 
     def allocate_producer_id(self) -> int:
         pid = self._next_producer_id
