@@ -202,3 +202,13 @@ def test_a_skewed_clock_stamps_log_append_time(bg: BackgroundCluster) -> None:
     p.flush(20)
     now_ms = time.time() * 1000
     assert len(stamps) == 1 and abs(stamps[0] - (now_ms + 3_600_000)) < 10_000
+
+
+def test_without_a_majority_side_nobody_is_fenced(bg: BackgroundCluster) -> None:
+    faults = bg.cluster.faults
+    bg.call(lambda: faults.cut([0]))
+    bg.call(lambda: faults.cut([1]))  # three sides of one broker each: no quorum anywhere
+    assert bg.call(faults.to_json)["controller_side"] == []
+    time.sleep(SESSION_MS / 1000 + 1)
+    assert bg.call(lambda: faults.fenced) == set()
+    assert state(bg) == (0, [0, 1, 2])  # and no ISR change went through

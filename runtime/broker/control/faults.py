@@ -56,13 +56,17 @@ class Faults:
     def reaches(self, a: int, b: int) -> bool:
         return self.sides.get(a, 0) == self.sides.get(b, 0)
 
+    def controller_side(self) -> list[int]:
+        """The brokers on the side holding a strict majority of them (every broker when
+        nothing is cut; none when no side holds a majority)."""
+        brokers = sorted(self._metadata.brokers)
+        by_side: dict[int, list[int]] = {}
+        for b in brokers:
+            by_side.setdefault(self.sides.get(b, 0), []).append(b)
+        return next((side for side in by_side.values() if 2 * len(side) > len(brokers)), [])
+
     def reaches_controller(self, node_id: int) -> bool:
-        """Whether the broker is on the side holding a strict majority of the brokers."""
-        if not self.sides:
-            return True
-        brokers = list(self._metadata.brokers)
-        mine = self.sides.get(node_id, 0)
-        return 2 * sum(1 for b in brokers if self.sides.get(b, 0) == mine) > len(brokers)
+        return not self.sides or node_id in self.controller_side()
 
     def peer_delay(self, follower: int, leader: int) -> float | None:
         """Seconds a follower's fetch from its leader takes beyond its own wait (both
@@ -137,9 +141,7 @@ class Faults:
             by_side.setdefault(self.sides.get(b, 0), []).append(b)
         return {
             "sides": list(by_side.values()),
-            "controller_side": sorted(
-                b for b in self._metadata.brokers if self.reaches_controller(b)
-            ),
+            "controller_side": self.controller_side(),
             "unreachable_by_clients": sorted(self.unreachable),
             "fenced": sorted(self.fenced),
             "disk_delay_ms": _keyed(self.disk_delay_ms),
@@ -159,7 +161,8 @@ class Faults:
 
     def _fence(self, node_id: int) -> None:
         self._fencing.pop(node_id, None)
-        if self.reaches_controller(node_id):
+        # Only a controller with its quorum fences, and only brokers it cannot hear.
+        if self.reaches_controller(node_id) or not self.controller_side():
             return
         self.fenced.add(node_id)
         self._metadata.broker_down(node_id)
