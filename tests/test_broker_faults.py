@@ -212,3 +212,14 @@ def test_without_a_majority_side_nobody_is_fenced(bg: BackgroundCluster) -> None
     time.sleep(SESSION_MS / 1000 + 1)
     assert bg.call(lambda: faults.fenced) == set()
     assert state(bg) == (0, [0, 1, 2])  # and no ISR change went through
+
+
+def test_a_broker_started_while_cut_off_registers_at_the_heal(bg: BackgroundCluster) -> None:
+    cluster, faults = bg.cluster, bg.cluster.faults
+    bg.run(cluster.pause_broker(2))
+    bg.call(lambda: faults.cut([2]))
+    bg.run(cluster.resume_broker(2))  # it serves, but the controller cannot hear it
+    assert bg.call(lambda: cluster.metadata.brokers[2].alive) is False
+    bg.call(faults.heal)
+    assert bg.call(lambda: cluster.metadata.brokers[2].alive) is True
+    wait_for(lambda: state(bg)[1] == [0, 1, 2], "the ISR to expand")

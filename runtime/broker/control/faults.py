@@ -121,7 +121,8 @@ class Faults:
         self.clock_skew_ms[node_id] = int(skew_ms)
 
     def heal(self) -> None:
-        """Remove every fault; fenced brokers that still serve register again."""
+        """Remove every fault; fenced brokers that serve register again (and those
+        started while cut off register at last)."""
         self.sides.clear()
         self.unreachable.clear()
         self.disk_delay_ms.clear()
@@ -130,8 +131,8 @@ class Faults:
         for handle in self._fencing.values():
             handle.cancel()
         self._fencing.clear()
-        fenced, self.fenced = sorted(self.fenced), set()
-        for b in fenced:
+        self.fenced.clear()
+        for b in sorted(self._metadata.brokers):
             if self._serving(b):
                 self._metadata.broker_up(b)
 

@@ -344,9 +344,10 @@ class ClusterMetadata:
 
     def broker_up(self, node_id: int) -> None:
         """A broker is back: it leads what it was the last in-sync (or eligible) replica
-        of, or any leaderless partition of a topic that allows an unclean election."""
+        of, or any leaderless partition of a topic that allows an unclean election. One
+        that cannot reach the controller stays fenced."""
         broker = self.brokers.get(node_id)
-        if broker is None or broker.alive:
+        if broker is None or broker.alive or not self.reaches_controller(node_id):
             return
         broker.alive = True
         changed = []
