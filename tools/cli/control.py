@@ -111,18 +111,18 @@ def _parser() -> argparse.ArgumentParser:
     mc.add_argument("group")
     mc.add_argument("broker", type=int)
     action("faults", help="show the network, disk and clock faults in force")
-    for name, what in (
+    for name, summary in (
         ("isolate", "cut a broker off from its peers"),
         ("partition", "cut these brokers off from the others"),
     ):
-        cut = action(name, help=what)
+        cut = action(name, help=summary)
         cut.add_argument("brokers", type=int, nargs=1 if name == "isolate" else "+")
         cut.add_argument("--no-clients", action="store_true", help="no client reaches them either")
-    for name, what in (
+    for name, summary in (
         ("slow-disk", "delay a broker's appends and reads"),
         ("slow-network", "delay everything a broker sends and receives"),
     ):
-        slow = action(name, help=what)
+        slow = action(name, help=summary)
         slow.add_argument("broker", type=int)
         slow.add_argument("delay_ms", type=int)
     skew = action("skew-clock", help="move a broker's wall clock by SKEW_MS (may be negative)")
