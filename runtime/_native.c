@@ -1973,6 +1973,119 @@ static PyObject *fallbacks(PyObject *mod, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(n_fallbacks);
 }
 
+/* ---------------------------------------------------------------- record batches */
+
+/* A zigzag varint of at most max_bytes bytes (5 or 10) at *pos, bounded by end, read as
+   Kafka reads it (bits past the type's width dropped). 0 when it runs past end or is too
+   long. */
+static int scan_varint(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int max_bytes,
+                       int64_t *out) {
+    uint64_t value = 0;
+    for (int shift = 0; shift < 7 * max_bytes; shift += 7) {
+        if (*pos >= end) return 0;
+        unsigned char b = buf[(*pos)++];
+        value |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) {
+            if (max_bytes == 5) {
+                uint32_t v = (uint32_t)value;
+                *out = (int64_t)(int32_t)((v >> 1) ^ (0u - (v & 1)));
+            } else {
+                *out = (int64_t)((value >> 1) ^ (0 - (value & 1)));
+            }
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A key, value or header value: a length (negative: null) and that many bytes. */
+static int scan_bytes(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int *is_null) {
+    int64_t n;
+    if (!scan_varint(buf, pos, end, 5, &n)) return 0;
+    *is_null = n < 0;
+    if (n < 0) return 1;
+    if (n > end - *pos) return 0;
+    *pos += n;
+    return 1;
+}
+
+/* scan_records(data, count, base_timestamp): what validating a produced batch needs of its
+   records, read without making them (records.py's _parse_records is the reference), or None
+   when they do not parse as exactly count records (the caller re-reads them in Python for
+   the error) or a timestamp overflows int64. */
+static PyObject *scan_records(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    long long count, base_ts;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "scan_records(data, count, base_timestamp)");
+        return NULL;
+    }
+    count = PyLong_AsLongLong(args[1]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    base_ts = PyLong_AsLongLong(args[2]);
+    if (base_ts == -1 && PyErr_Occurred()) return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *buf = view.buf;
+    Py_ssize_t end = view.len, pos = 0;
+    int64_t max_ts = -1, max_ts_delta = -1, min_real = 0, max_real = 0;
+    long long i = 0, null_keys = 0, real = 0;
+    int consecutive = 1, ok = count >= 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; ok && i < count; i++) {
+        int64_t length, delta_ts, delta_offset, headers, ts;
+        int is_null;
+        if (!scan_varint(buf, &pos, end, 5, &length) || length <= 0 || length > end - pos) {
+            ok = 0;
+            break;
+        }
+        Py_ssize_t rend = pos + (Py_ssize_t)length;
+        pos += 1; /* record attributes: unused in v2 */
+        if (!scan_varint(buf, &pos, rend, 10, &delta_ts) ||
+            !scan_varint(buf, &pos, rend, 5, &delta_offset) ||
+            !scan_bytes(buf, &pos, rend, &is_null)) {
+            ok = 0;
+            break;
+        }
+        null_keys += is_null;
+        if (!scan_bytes(buf, &pos, rend, &is_null) || !scan_varint(buf, &pos, rend, 5, &headers) ||
+            headers < 0) {
+            ok = 0;
+            break;
+        }
+        for (int64_t h = 0; ok && h < headers; h++) {
+            int64_t n;
+            if (!scan_varint(buf, &pos, rend, 5, &n) || n < 0 || n > rend - pos) ok = 0;
+            else {
+                pos += n;
+                ok = scan_bytes(buf, &pos, rend, &is_null);
+            }
+        }
+        if (!ok || pos != rend || __builtin_add_overflow((int64_t)base_ts, delta_ts, &ts)) {
+            ok = 0;
+            break;
+        }
+        if (delta_offset != i) consecutive = 0;
+        if (ts > max_ts) {
+            max_ts = ts;
+            max_ts_delta = delta_offset;
+        }
+        if (ts != -1) {
+            if (real == 0 || ts < min_real) min_real = ts;
+            if (real == 0 || ts > max_real) max_real = ts;
+            real++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (!ok || pos != end) Py_RETURN_NONE;
+    if (real == 0)
+        return Py_BuildValue("LLOOOL", (long long)max_ts, (long long)max_ts_delta,
+                             consecutive ? Py_True : Py_False, Py_None, Py_None, null_keys);
+    return Py_BuildValue("LLOLLL", (long long)max_ts, (long long)max_ts_delta,
+                         consecutive ? Py_True : Py_False, (long long)min_real,
+                         (long long)max_real, null_keys);
+}
+
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(KeyedList, Struct, DecodeError, unsupported): the runtime's mapKey list and "
@@ -1984,6 +2097,10 @@ static PyMethodDef module_methods[] = {
      "type or range, exotic buffers...)"},
     {"json_fallbacks", json_fallbacks, METH_NOARGS,
      "How many calls the native JSON converters handed to the Python ones"},
+    {"scan_records", (PyCFunction)(void (*)(void))scan_records, METH_FASTCALL,
+     "scan_records(data, count, base_timestamp): (max timestamp, its offset delta, offsets "
+     "consecutive, lowest and highest timestamp other than -1, null keys) of a batch's "
+     "uncompressed records, or None when they do not parse as count records"},
     {NULL}
 };
 

@@ -42,6 +42,7 @@ from .errors import (
     UnsupportedCodecError,
     UnsupportedRecordFormatError,
 )
+from .message import native as _native
 
 __all__ = [
     "HEADER_SIZE",
@@ -317,17 +318,21 @@ class RecordBatch:
         # claims, up to 2**31 records, before a single one is read.
         return list(self)
 
-    def __iter__(self) -> Iterator[Record]:
+    def records_section(self) -> bytes:
+        """The records section, decompressed if the batch is compressed."""
         codec = self.compression
         if codec is CompressionType.NONE:
             # One copy of the section: bytes index and slice faster than a memoryview, and
             # keys and values are copied out anyway.
-            data = bytes(self.payload)
-        else:
-            try:
-                data = decompress(codec, self.payload)
-            except RecordSetError as e:
-                raise type(e)(e.reason, self.index, self.position) from e
+            return bytes(self.payload)
+        try:
+            return decompress(codec, self.payload)
+        except RecordSetError as e:
+            raise type(e)(e.reason, self.index, self.position) from e
+
+    def __iter__(self) -> Iterator[Record]:
+        codec = self.compression
+        data = self.records_section()
         append_time = self.max_timestamp if self.attributes & _TIMESTAMP_TYPE_MASK else None
         return _parse_records(
             data,
@@ -846,6 +851,74 @@ def validate_batch_for_append(
 
     topic_ts_type = TimestampType(timestamp_type)
     now = int(time.time() * 1000) if now_ms is None else now_ms
+    scanned = _scan_records(
+        batch, compacted, topic_ts_type, now, timestamp_before_max_ms, timestamp_after_max_ms
+    )
+    if scanned is not None:
+        max_ts, max_ts_delta, consecutive = scanned
+    else:
+        max_ts, max_ts_delta, consecutive = _check_records(
+            batch,
+            compacted,
+            topic_partition,
+            topic_ts_type,
+            now,
+            timestamp_before_max_ms,
+            timestamp_after_max_ms,
+        )
+    if topic_ts_type is TimestampType.LOG_APPEND_TIME:
+        max_ts, max_ts_delta = now, batch.last_offset_delta
+    return AppendInfo(
+        batch=batch,
+        record_count=batch.record_count,  # the parser checked it against the data
+        max_timestamp=max_ts,
+        max_timestamp_offset_delta=max_ts_delta,
+        consecutive_offsets=consecutive,
+        valid_bytes=batch.size_in_bytes,
+    )
+
+
+def _scan_records(
+    batch: RecordBatch,
+    compacted: bool,
+    topic_ts_type: TimestampType,
+    now: int,
+    before_max: int | None,
+    after_max: int | None,
+) -> tuple[int, int, bool] | None:
+    """The accelerator's read of a batch that passes every per-record check: (max
+    timestamp, its offset delta, offsets consecutive). None when it is not built, or when
+    a record is malformed or refused: :func:`_check_records` then reads the records in
+    Python for the exact errors."""
+    if _native is None or batch.attributes & _TIMESTAMP_TYPE_MASK:
+        return None  # a LOG_APPEND_TIME batch from a producer: Python says what is wrong
+    # An uncompressed section is scanned where it lies, without a copy.
+    section = batch.records_section() if batch.attributes & _CODEC_MASK else batch.payload
+    found = _native.scan_records(section, batch.record_count, batch.base_timestamp)
+    if found is None:
+        return None
+    max_ts, max_ts_delta, consecutive, lowest, highest, null_keys = found
+    if compacted and null_keys:
+        return None
+    if topic_ts_type is TimestampType.CREATE_TIME and lowest is not None:
+        if before_max is not None and now - lowest > before_max:
+            return None
+        if after_max is not None and highest - now > after_max:
+            return None
+    return max_ts, max_ts_delta, consecutive
+
+
+def _check_records(
+    batch: RecordBatch,
+    compacted: bool,
+    topic_partition: str,
+    topic_ts_type: TimestampType,
+    now: int,
+    timestamp_before_max_ms: int | None,
+    timestamp_after_max_ms: int | None,
+) -> tuple[int, int, bool]:
+    """Each record of ``batch`` read and checked in Python: (max timestamp, its offset
+    delta, offsets consecutive), or the errors of :func:`validate_batch_for_append`."""
     record_errors: list[tuple[int, str]] = []
     timestamp_error = False
     max_ts = NO_TIMESTAMP
@@ -889,16 +962,7 @@ def validate_batch_for_append(
             batch.position,
             record_errors,
         )
-    if topic_ts_type is TimestampType.LOG_APPEND_TIME:
-        max_ts, max_ts_delta = now, batch.last_offset_delta
-    return AppendInfo(
-        batch=batch,
-        record_count=batch.record_count,  # the parser checked it against the data
-        max_timestamp=max_ts,
-        max_timestamp_offset_delta=max_ts_delta,
-        consecutive_offsets=consecutive,
-        valid_bytes=batch.size_in_bytes,
-    )
+    return max_ts, max_ts_delta, consecutive
 
 
 def _single_batch(view: memoryview, produce_version: int | None) -> RecordBatch:

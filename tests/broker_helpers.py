@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import signal
@@ -288,3 +289,16 @@ class Harness:
         params = FetchParams(replica_id, max_wait, min_bytes, max_bytes)
         self.rm(rm).fetch_messages(params, [(tp, FetchInfo(offset, max_bytes))], got.append)
         return got
+
+
+def produce_answers(control: Any) -> collections.Counter[int]:
+    """The Produce answers kafkagen's control API recorded, counted by partition error code;
+    the recording stops."""
+    records = control.call("GET", "/records?api=Produce")
+    control.call("POST", "/records/stop")
+    return collections.Counter(
+        p["errorCode"]
+        for r in records
+        for t in (r["response"] or {}).get("responses", [])
+        for p in t["partitionResponses"]
+    )

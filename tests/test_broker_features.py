@@ -94,7 +94,7 @@ def test_update_features_follows_kafkas_rules() -> None:
                 "Invalid update version 5 for feature group.version. Local controller 0 only "
                 "supports versions 0-1"
             )
-            assert [(x.feature, x.error_code) for x in r.results] == [("group.version", 0)]
+            assert r.results == []  # rows only when every update succeeds (v0-1)
             r = w.call(
                 57,
                 2,
@@ -144,6 +144,9 @@ def test_update_features_follows_kafkas_rules() -> None:
                 ),
             )
             assert r.error_code == 0
+            assert [(x.feature, x.error_code, x.error_message) for x in r.results] == [
+                ("share.version", 0, "NONE")
+            ]
             assert features(w) == (KAFKA_44, epoch)
             # Two updates together, all or nothing: the second is refused, the first kept out.
             r = w.call(

@@ -111,6 +111,11 @@ def test_fetch_session_ids_are_refused_so_clients_fall_back_to_full_fetches(
         assert r.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
         r = w.call(1, 12, Req(session_id=0, session_epoch=0, max_wait_ms=0))
         assert r.error_code == 0 and r.session_id == 0
+        # A full fetch naming a session (Kafka closes it) and an incremental one without.
+        r = w.call(1, 12, Req(session_id=7, session_epoch=-1, max_wait_ms=0))
+        assert r.error_code == 0 and r.session_id == 0
+        r = w.call(1, 12, Req(session_id=0, session_epoch=3, max_wait_ms=0))
+        assert r.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
 def test_shutdown_answers_a_parked_fetch() -> None:

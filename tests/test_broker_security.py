@@ -768,3 +768,37 @@ def test_serve_with_users_as_the_readme_shows() -> None:
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+def test_two_phase_commit_needs_its_own_operation_on_the_transactional_id() -> None:
+    """InitProducerId v6 with Enable2Pc asks TWO_PHASE_COMMIT on the id besides WRITE."""
+    configs = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "authorizer.class.name": STANDARD,
+        "super.users": "User:alice",
+        "unstable.api.versions.enable": "true",
+        "transaction.two.phase.commit.enable": "true",
+    }
+    users = {"alice": "alice-secret", "bob": "bob-secret"}
+    with BackgroundCluster(configs=configs, users=users) as c:
+
+        def init(w: WireClient, two_phase: bool) -> int:
+            fields = {"transactional_id": "tx-2pc", "transaction_timeout_ms": 60000}
+            for _ in range(100):  # the state topic is created on first use
+                r = w.call(22, 6, req(22, enable2_pc=two_phase, **fields))
+                if r.error_code not in (14, 15, 51):
+                    return int(r.error_code)
+                time.sleep(0.05)
+            raise AssertionError(f"InitProducerId still answered {r.error_code}")
+
+        with _login(c, "alice") as alice:
+            assert alice.call(10, 3, req(10, key="tx-2pc", key_type=1)).error_code == 0
+            _create_acl(alice, _acl("tx-2pc", AclOperation.WRITE, rtype=RT.TRANSACTIONAL_ID))
+        with _login(c, "bob") as bob:
+            assert init(bob, two_phase=False) == 0
+            assert init(bob, two_phase=True) == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        with _login(c, "alice") as alice:
+            op = AclOperation.TWO_PHASE_COMMIT
+            _create_acl(alice, _acl("tx-2pc", op, rtype=RT.TRANSACTIONAL_ID))
+        with _login(c, "bob") as bob:
+            assert init(bob, two_phase=True) == 0

@@ -41,6 +41,7 @@ CONFIGS = {
     "transaction.state.log.num.partitions": "4",
     "offsets.topic.num.partitions": "2",
     "unstable.api.versions.enable": "true",
+    "transaction.two.phase.commit.enable": "true",
 }
 
 
@@ -277,6 +278,80 @@ def test_init_with_a_stale_producer_is_fenced_per_version(w: WireClient) -> None
     assert r.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
     r = init(w, tid, producer_id=pid, producer_epoch=1, version=4)
     assert (r.error_code, r.producer_id, r.producer_epoch) == (0, pid, 2)
+
+
+# -- two-phase commit (InitProducerId v6, KIP-939) -----------------------------------------------
+
+
+def init_2pc(w: WireClient, tid: str, **kw: Any) -> Any:
+    return init(w, tid, version=6, enable2_pc=True, **kw)
+
+
+def test_a_two_phase_commit_transaction_never_times_out(w: WireClient) -> None:
+    start = log_end(w, 0)
+    tid, timed = new_id("2pc"), new_id()
+    r = init_2pc(w, tid, timeout=200)  # the producer's timeout is not used
+    assert r.error_code == 0 and (r.ongoing_txn_producer_id, r.ongoing_txn_producer_epoch) == (
+        -1,
+        -1,
+    )
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert add_partitions(w, tid, pid, epoch, [0]) == {0: 0}
+    assert produce(w, tid, 0, batch(pid, epoch, 0, [b"prepared"])).error_code == 0
+    # An ordinary transaction with a 200 ms timeout, open at the same time, is aborted.
+    tpid, tepoch = init_ok(w, timed, timeout=200)
+    assert add_partitions(w, timed, tpid, tepoch, [1]) == {1: 0}
+    assert wait_for(lambda: state_of(w, timed) == "CompleteAbort", timeout=5)
+    [s] = describe(w, [tid]).transaction_states
+    assert (s.transaction_state, s.transaction_timeout_ms) == ("Ongoing", 2**31 - 1)
+    listed = w.call(66, 1, req(66, state_filters=["Ongoing"], producer_id_filters=[pid]))
+    assert [t.transactional_id for t in listed.transaction_states] == [tid]
+    assert fetch(w, 0, start, 1).last_stable_offset == start  # held open, not aborted
+    # Its producer (or the next incarnation) still ends it.
+    assert end_txn(w, tid, pid, epoch, True) == 0
+    assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
+    assert values_of(fetch(w, 0, start, 1).records) == [b"prepared"]
+
+
+def test_a_new_two_phase_producer_without_keep_prepared_aborts_the_open_one(
+    w: WireClient,
+) -> None:
+    start = log_end(w, 1)
+    tid = new_id("2pc")
+    r = init_2pc(w, tid)
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert add_partitions(w, tid, pid, epoch, [1]) == {1: 0}
+    assert produce(w, tid, 1, batch(pid, epoch, 0, [b"lost"])).error_code == 0
+    # Kafka 4.4 does not keep a prepared transaction for the next producer yet.
+    kept = init_2pc(w, tid, keep_prepared_txn=True)
+    assert (kept.error_code, kept.producer_id) == (ErrorCode.UNSUPPORTED_VERSION, -1)
+    assert state_of(w, tid) == "Ongoing"
+    first = init_2pc(w, tid)
+    assert first.error_code == ErrorCode.CONCURRENT_TRANSACTIONS  # aborting it first
+    assert wait_for(lambda: state_of(w, tid) == "CompleteAbort")
+    again = init_2pc(w, tid)
+    assert (again.error_code, again.producer_id, again.producer_epoch) == (0, pid, epoch + 2)
+    got = fetch(w, 1, start, 1)
+    assert got.last_stable_offset == got.high_watermark
+    assert [a.producer_id for a in got.aborted_transactions] == [pid]
+    assert control_kinds(got.records) == [ABORT_MARKER]
+
+
+def test_two_phase_commit_needs_the_broker_config_and_unstable_versions() -> None:
+    with BackgroundCluster(configs={"unstable.api.versions.enable": "true"}) as off:
+        with WireClient(off.bootstrap) as w:
+            assert w.call(10, 3, req(10, key="2pc", key_type=1)).error_code == 0
+            refused = wait_for(
+                lambda: (r := init_2pc(w, "2pc")).error_code != ErrorCode.COORDINATOR_NOT_AVAILABLE
+                and r
+            )
+            assert refused.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            assert init(w, "2pc", version=6).error_code == 0  # without 2PC: served
+    with BackgroundCluster(configs={"unstable.api.versions.enable": "false"}) as stable:
+        with WireClient(stable.bootstrap) as w:
+            versions = w.call(18, 3, req(18, client_software_name="t", client_software_version="1"))
+            [api] = [a for a in versions.api_keys if a.api_key == 22]
+            assert api.max_version == 5  # v6 is unstable in Kafka 4.4
 
 
 # -- state machine and errors -------------------------------------------------------------------
@@ -877,7 +952,7 @@ def test_api_versions_advertise_the_transaction_apis(w: WireClient) -> None:
     r = w.call(18, 3, req(18, client_software_name="t", client_software_version="1"))
     ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
     assert ranges[0] == (0, 13)
-    assert ranges[22] == (0, 5)
+    assert ranges[22] == (0, 6)  # v6 (two-phase commit) is unstable in Kafka 4.4
     assert ranges[24] == (0, 5)
     assert ranges[25] == (0, 4)
     assert ranges[26] == (0, 5)
@@ -1132,13 +1207,28 @@ def test_a_transactions_v2_producer_past_its_timeout_is_fenced(w: WireClient) ->
         == 0
     )
     assert wait_for(lambda: state_of(w, tid) == "CompleteAbort", timeout=5)
-    # Two epochs on: the one its EndTxn would have ended under is not taken for a retry.
+    # One epoch on, as Kafka 4.4: the producer's own EndTxn reads as a retry of the abort.
     [s] = describe(w, [tid]).transaction_states
-    assert s.producer_epoch == epoch + 2
-    assert end_txn_v5(w, tid, pid, epoch, False)[0] == ErrorCode.PRODUCER_FENCED
-    assert end_txn_v5(w, tid, pid, epoch, True)[0] == ErrorCode.PRODUCER_FENCED
+    assert s.producer_epoch == epoch + 1
+    assert end_txn_v5(w, tid, pid, epoch, True)[0] == ErrorCode.INVALID_TXN_STATE
+    assert end_txn_v5(w, tid, pid, epoch, False) == (0, pid, epoch + 1)
     late = produce_v(w, 12, tid, 1, batch(pid, epoch, 1, [b"late"])).partition_responses[0]
     assert late.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_a_new_producer_fences_a_transactions_v2_one_epoch_on(w: WireClient) -> None:
+    """The answers Kafka 4.4 gave to this sequence (one node, measured)."""
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    p = produce_v(w, 12, tid, 1, batch(pid, epoch, 0, [b"open"])).partition_responses[0]
+    assert p.error_code == 0
+    assert init(w, tid).error_code == ErrorCode.CONCURRENT_TRANSACTIONS  # aborting it
+    assert wait_for(lambda: state_of(w, tid) == "CompleteAbort")
+    [s] = describe(w, [tid]).transaction_states
+    assert s.producer_epoch == epoch + 1
+    assert end_txn_v5(w, tid, pid, epoch, True)[0] == ErrorCode.INVALID_TXN_STATE
+    assert end_txn_v5(w, tid, pid, epoch, False) == (0, pid, epoch + 1)
+    assert init_ok(w, tid) == (pid, epoch + 2)
 
 
 def test_end_txn_v5_state_rules_and_retries(w: WireClient) -> None:
@@ -1288,6 +1378,10 @@ def test_add_partitions_v4_batches_transactions_and_verifies(w: WireClient) -> N
     assert codes(r) == {a: ErrorCode.INVALID_TXN_STATE, b: 0}  # a has not added it
     r = w.call(24, 4, Req(transactions=[txn(b, pb, eb, True), txn(a, pa, ea + 1, False)]))
     assert codes(r) == {b: 0, a: ErrorCode.PRODUCER_FENCED}
+    # v5 (KIP-890), as Kafka 4.4 answers: outside the transaction is abortable; an older
+    # epoch is fenced.
+    r = w.call(24, 5, Req(transactions=[txn(a, pa, ea, True), txn(b, pb, eb - 1, True)]))
+    assert codes(r) == {a: ErrorCode.TRANSACTION_ABORTABLE, b: ErrorCode.PRODUCER_FENCED}
     assert end_txn(w, b, pb, eb, False) == 0
 
 

@@ -13,13 +13,12 @@ right: nothing lost, nothing twice, nothing aborted, commits at the end of every
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from broker_helpers import BrokerProcess
+from broker_helpers import BrokerProcess, produce_answers
 from kafkagen.cli.control import ControlClient
 from kafkagen.client_programs import command, franz_go_suite, java_program, run_scenario
 from kafkagen.reference import KafkaReference
@@ -147,14 +146,7 @@ def test_java_client(cluster: Cluster, protocol: str, producer: str) -> None:
         # As Kafka: a batch that meets the previous transaction still completing waits
         # for it in the broker a moment, then is answered CONCURRENT_TRANSACTIONS (a
         # loaded machine), never NOT_ENOUGH_REPLICAS, which is for producers before v12.
-        records = cluster.control.call("GET", "/records?api=Produce")
-        cluster.control.call("POST", "/records/stop")
-        answers = collections.Counter(
-            p["errorCode"]
-            for r in records
-            for t in (r["response"] or {}).get("responses", [])
-            for p in t["partitionResponses"]
-        )
+        answers = produce_answers(cluster.control)
         assert answers[0] > 0 and answers[ErrorCode.NOT_ENOUGH_REPLICAS] == 0, answers
 
 

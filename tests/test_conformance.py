@@ -26,6 +26,7 @@ from kafkagen.conformance.command import run as run_command
 from kafkagen.conformance.core import Result, Step, compare_runs
 from kafkagen.conformance.every_api import SERVED_APIS
 from kafkagen.conformance.normalise import Normaliser, first_difference
+from kafkagen.conformance.random_sample import coordinator_key, error_codes, run_sample
 from kafkagen.reference import KafkaReference
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.handlers import load_handlers
@@ -336,3 +337,61 @@ def test_kafkagen_agrees_with_kafka_or_the_difference_is_documented(
         and not documented[r.scenario.name].startswith("varies between runs")
     )
     assert stale == [], f"documented in docs/conformance.md but now agreeing: {stale}"
+
+
+# ---------------------------------------------------------------------- random requests
+
+
+def test_random_requests_go_to_the_coordinator_of_their_first_group_or_transaction() -> None:
+    from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest
+    from kafkagen.generated.describe_groups import DescribeGroupsRequest
+    from kafkagen.generated.offset_fetch import OffsetFetchRequest
+    from kafkagen.generated.produce import ProduceRequest
+    from kafkagen.generated.txn_offset_commit import TxnOffsetCommitRequest
+
+    assert coordinator_key(DescribeGroupsRequest(groups=["g1", "g2"])) == ("g1", 0)
+    group = OffsetFetchRequest.OffsetFetchRequestGroup(group_id="g3")
+    assert coordinator_key(OffsetFetchRequest(groups=[group])) == ("g3", 0)
+    txn = TxnOffsetCommitRequest(transactional_id="t1", group_id="g4")
+    assert coordinator_key(txn) == ("g4", 0)  # offsets belong to the group's coordinator
+    assert coordinator_key(ProduceRequest(transactional_id="t2")) is None  # to the leader
+    adding = AddOffsetsToTxnRequest(transactional_id="t3", group_id="g5")
+    assert coordinator_key(adding) == ("t3", 1)
+    assert coordinator_key(DescribeGroupsRequest(groups=[])) is None
+
+
+def test_random_answers_compare_by_which_error_codes_came_back() -> None:
+    answer = {"errorCode": 0, "topics": [{"errorCode": 3}, {"errorCode": 3}, {"name": "x"}]}
+    assert error_codes(answer) == [0, 3]
+    assert error_codes({"topics": []}) == []
+
+
+@pytest.mark.slow
+def test_random_requests_are_answered_as_kafka_answers_them() -> None:
+    # A reference of its own: random requests change cluster-wide state (quotas on the
+    # default client, feature levels, cluster default configs) that the shared one keeps.
+    # Both enforce ACLs (the clients a super user), so the ACL APIs answer rather than
+    # say SECURITY_DISABLED; with one partition per internal topic every group and
+    # transaction has one coordinator, so a request naming several reaches theirs.
+    configs = (
+        *CONFIGS,
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users=User:ANONYMOUS",
+        "offsets.topic.num.partitions=1",
+        "transaction.state.log.num.partitions=1",
+    )
+    with (
+        KafkaReference(nodes=3, configs=dict(c.split("=", 1) for c in configs)) as kafka,
+        BrokerProcess(*configs, brokers=3) as broker,
+    ):
+        sample = asyncio.run(
+            run_sample(broker.bootstrap, kafka.bootstrap, count=400, seconds=600, seed=11)
+        )
+        log = broker.stderr_text()
+    print(sample.render())
+    # No handler failed on the way (a failure still answers, so only the log shows it).
+    assert "Traceback" not in log, log[-3000:]
+    assert sample.sent == 400
+    assert len(sample.by_api) >= 50  # every API both serve, nearly
+    assert sample.unanswered == 0, sample.render()
+    assert sample.agree >= 0.85 * sample.sent, sample.render()

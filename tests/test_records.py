@@ -12,7 +12,7 @@ import pytest
 from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafkagen.runtime import compression
+from kafkagen.runtime import compression, records
 from kafkagen.runtime.compression import CompressionType, compress, decompress
 from kafkagen.runtime.errors import (
     CorruptMessageError,
@@ -734,3 +734,91 @@ def test_batch_view_reports_place() -> None:
         bad[-1] ^= 1
         RecordBatch(memoryview(bytes(bad)), 4, 128).ensure_valid()
     assert (info.value.batch_index, info.value.offset) == (4, 128)
+
+
+# ---------------------------------------------------------------- the accelerator's record scan
+
+
+def _outcome(data: bytes, kw: dict[str, Any]) -> tuple[Any, ...]:
+    """What validation says of ``data``: the accepted batch's summary, or the error."""
+    try:
+        info = validate_batch_for_append(data, now_ms=T0, **kw)
+    except RecordSetError as e:
+        return (type(e), str(e), e.record_errors)
+    return (
+        info.record_count,
+        info.max_timestamp,
+        info.max_timestamp_offset_delta,
+        info.consecutive_offsets,
+        info.valid_bytes,
+    )
+
+
+_checks = st.fixed_dictionaries(
+    {
+        "compacted": st.booleans(),
+        "from_client": st.booleans(),
+        "timestamp_type": st.sampled_from(list(TimestampType)),
+        "timestamp_before_max_ms": st.sampled_from([None, 0, 100, 10**13]),
+        "timestamp_after_max_ms": st.sampled_from([None, 0, 100, 10**13]),
+    }
+)
+
+
+@pytest.mark.skipif(records._native is None, reason="the accelerator is not built")
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), kw=_checks)
+def test_native_scan_validates_as_python_does(data: st.DataObject, kw: dict[str, Any]) -> None:
+    """Validation with the compiled record scan accepts and refuses exactly what the Python
+    reading does, with the same figures and errors: on built batches with every kind of
+    record, and on their records sections mutated, cut or extended (CRC made valid, so the
+    record parser is reached)."""
+    recs = data.draw(st.lists(_record, min_size=1, max_size=8))
+    shift = data.draw(st.sampled_from([0, T0, -T0, 2**62]))
+    recs = [Record(i, r.timestamp + shift, r.key, r.value, r.headers) for i, r in enumerate(recs)]
+    codec = data.draw(st.sampled_from([CompressionType.NONE, CompressionType.GZIP]))
+    batch = read_batch(build_batch(recs, compression=codec))
+    section = bytearray(batch.records_section())
+    count = len(recs)
+    damage = data.draw(st.sampled_from(["none", "none", "flip", "cut", "extend", "count"]))
+    if damage == "flip":
+        section[data.draw(st.integers(0, len(section) - 1))] = data.draw(st.integers(0, 255))
+    elif damage == "cut":
+        section = section[: data.draw(st.integers(0, len(section) - 1))]
+    elif damage == "extend":
+        section += data.draw(st.binary(min_size=1, max_size=3))
+    elif damage == "count":
+        count += data.draw(st.sampled_from([-1, 1]))
+    raw = raw_batch(
+        bytes(section),
+        count,
+        last_offset_delta=len(recs) - 1,
+        base_timestamp=batch.base_timestamp,
+        attributes=data.draw(st.sampled_from([0, 0, 0, 8])),
+    )
+    native, records._native = records._native, None
+    try:
+        python = _outcome(raw, kw)
+    finally:
+        records._native = native
+    assert _outcome(raw, kw) == python
+
+
+@pytest.mark.skipif(records._native is None, reason="the accelerator is not built")
+def test_native_scan_reads_what_the_records_hold() -> None:
+    recs = sample_records(12)
+    batch = read_batch(build_batch(recs))
+    max_ts, delta, consecutive, lowest, highest, null_keys = records._native.scan_records(
+        batch.records_section(), batch.record_count, batch.base_timestamp
+    )
+    stamps = [r.timestamp for r in recs]
+    assert (max_ts, delta) == (max(stamps), stamps.index(max(stamps)))
+    assert consecutive and (lowest, highest) == (min(stamps), max(stamps))
+    assert null_keys == sum(r.key is None for r in recs)
+    section = batch.records_section()
+    for bad in (section[:-1], section + b"\x00", b""):
+        assert records._native.scan_records(bad, 12, T0) is None
+    assert records._native.scan_records(section, 13, T0) is None
+    assert records._native.scan_records(section, -1, T0) is None
+    # A timestamp past int64 is left to the Python reading (which has big integers).
+    assert records._native.scan_records(section, 12, 2**63 - 1) is None

@@ -74,6 +74,15 @@ def test_every_page_of_the_nav_is_built(site: Path) -> None:
     assert len(built) > 30
 
 
+def test_every_code_block_renders_as_code(site: Path) -> None:
+    # A fence the Markdown reader does not take (``sh not-run`` without the build's hook)
+    # reaches the page as text, backticks and all, and swallows the rest of the page.
+    leaked = [page for page in pages(site) if "```" in (site / page / "index.html").read_text()]
+    assert leaked == []
+    broker = (site / "broker" / "index.html").read_text(encoding="utf-8")
+    assert '<h2 id="log-directories">' in broker and "<p>starts three brokers" in broker
+
+
 # ---------------------------------------------------------------- --strict catches mistakes
 
 

@@ -38,7 +38,7 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     19: ("api_19_create_topics", 0, 7, 7),
     20: ("api_20_delete_topics", 0, 6, 6),
     21: ("api_21_delete_records", 0, 2, 2),
-    22: ("api_22_init_producer_id", 0, 5, 5),
+    22: ("api_22_init_producer_id", 0, 5, 6),
     23: ("api_23_offset_for_leader_epoch", 0, 4, 4),
     24: ("api_24_add_partitions_to_txn", 0, 5, 5),
     25: ("api_25_add_offsets_to_txn", 0, 4, 4),

@@ -87,9 +87,10 @@ def commit_denials(
     order: list[tuple[str, list[int]]],
     transactional_id: str | None = None,
 ) -> dict[TopicPartition, int]:
-    """The partitions of an offset commit the sender may not commit, with their error:
+    """The partitions of an offset commit that the group never sees, with their error:
     every one when WRITE on the transactional id (53) or READ on the group (30) is
-    missing, else those of topics without READ (29)."""
+    missing, else those of topics without READ (29), then, as Kafka, those that do not
+    exist (3), before the group checks the member."""
     every = [TopicPartition(name, i) for name, indexes in order for i in indexes]
     if transactional_id is not None and not ctx.allowed(
         AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
@@ -97,12 +98,15 @@ def commit_denials(
         return dict.fromkeys(every, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, group_id):
         return dict.fromkeys(every, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    return {
-        TopicPartition(name, i): ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        for name, indexes in order
-        if not ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name)
-        for i in indexes
-    }
+    readable = {name: ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name) for name, _ in order}
+    md = ctx.broker.metadata
+    refused = {}
+    for tp in every:
+        if not readable[tp.topic]:
+            refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif md.partition(tp.topic, tp.partition) is None:
+            refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return refused
 
 
 def in_transaction(

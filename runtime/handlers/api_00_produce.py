@@ -33,6 +33,7 @@ from kafkagen.runtime.errors import (
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
     UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
     error_for_code,
 )
 from kafkagen.runtime.handlers._util import in_transaction
@@ -86,6 +87,11 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> None:
         ctx.respond(_response(ctx, order, results))
 
     refused = _unauthorized(ctx, request.transactional_id, entries)
+    # As Kafka: a partition no topic has is answered before the request's acks are checked.
+    md = ctx.broker.metadata
+    for tp in entries:
+        if tp not in refused and md.partition(tp.topic, tp.partition) is None:
+            refused[tp] = ProduceResult(UnknownTopicOrPartitionError(f"{tp} does not exist"))
     if ctx.api_version < V2_BATCHES_SINCE:
         refused.update(_upconvert_legacy(entries, refused))
 

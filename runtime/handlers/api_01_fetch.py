@@ -3,9 +3,10 @@
 v4+ read the log's v2 batches as they are; v0-3 read magic 0 (v0-1) or magic 1 (v2-3)
 messages, which the log's batches are down-converted to, as Kafka does for old fetchers
 (zstd batches then answer UNSUPPORTED_COMPRESSION_TYPE). Fetch sessions (v7+) are
-answered the simple way Kafka allows: no session is ever created (session id 0), so every
-request is a full fetch; a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND and
-the client starts over with a full one.
+answered the simple way Kafka allows: no session is ever created (session id 0). A full
+fetch (epoch 0 or -1) is served whatever session id it names, as Kafka closes the session
+it names; an incremental one gets FETCH_SESSION_ID_NOT_FOUND and the client starts over
+with a full one.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from kafkagen.runtime.broker.storage.replica_manager import (
 from kafkagen.runtime.errors import (
     ErrorCode,
     FetchSessionIdNotFoundError,
-    InvalidFetchSessionEpochError,
     KafkaError,
     RecordSetError,
     TopicAuthorizationFailedError,
@@ -36,6 +36,8 @@ from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 1
+#: Session epochs of a full fetch: 0 opens a session, -1 asks for none.
+FULL_FETCH_EPOCHS = (0, -1)
 #: The last version whose partition byte limit is hard (KIP-74 made the first message
 #: exempt from v3).
 HARD_LIMIT_UNTIL = 2
@@ -57,16 +59,9 @@ class _Slot:
 
 def handle(ctx: RequestContext, request: FetchRequest) -> None:
     v = ctx.api_version
-    if v >= 7:
-        if request.session_id != 0:
-            _respond_error(ctx, FetchSessionIdNotFoundError("this broker keeps no fetch sessions"))
-            return
-        if request.session_epoch not in (0, -1):
-            _respond_error(
-                ctx,
-                InvalidFetchSessionEpochError(f"epoch {request.session_epoch} without a session"),
-            )
-            return
+    if v >= 7 and request.session_epoch not in FULL_FETCH_EPOCHS:
+        _respond_error(ctx, FetchSessionIdNotFoundError("this broker keeps no fetch sessions"))
+        return
     md = ctx.broker.metadata
     replica_id = request.replica_id if v <= 14 else request.replica_state.replica_id
     slots: list[_Slot] = []

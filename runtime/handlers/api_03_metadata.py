@@ -38,6 +38,8 @@ from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 3
+#: Topics may be named by id (and not by name) from this version.
+TOPIC_IDS_SINCE = 12
 PAGED = paged_version(API_KEY)
 Topic = MetadataResponse.MetadataResponseTopic
 Partition = MetadataResponse.MetadataResponsePartition
@@ -58,6 +60,16 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
 
     topics: KeyedList[Topic] = KeyedList()
     requested = request.topics
+    if v < TOPIC_IDS_SINCE and any(t.name is None or t.topic_id != _ZERO for t in requested or []):
+        # As Kafka: v10-11 carry a topic id field but may not use it; the whole request
+        # fails, each named topic with INVALID_REQUEST, and no broker is listed.
+        error = InvalidRequestError(f"topics are named by id only from v{TOPIC_IDS_SINCE}")
+        ctx.respond(
+            MetadataResponse(
+                topics=KeyedList(_error(error, t.name or "", t.topic_id) for t in requested or [])
+            )
+        )
+        return
     all_topics = requested is None or (v == 0 and not requested)
     if v >= PAGED:
         problem = _refusal(ctx, request, all_topics)
@@ -75,6 +87,14 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
         allow_create = (v < 4 or request.allow_auto_topic_creation) and broker.configs.broker_bool(
             "auto.create.topics.enable"
         )
+        if any(t.topic_id != _ZERO for t in requested):
+            # As Kafka: once any topic is asked for by id, the request is read by ids alone
+            # (names beside them, and topics named only by name, are passed over).
+            requested = [
+                MetadataRequest.MetadataRequestTopic(topic_id=t.topic_id, name=None)
+                for t in requested
+                if t.topic_id != _ZERO
+            ]
         room = -1
         if v >= PAGED:
             # A page of named topics costs its own size: start at the cursor's topic (the

@@ -70,7 +70,7 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
             )
         )
 
-    if denied and not offsets:
+    if not offsets:  # as Kafka: nothing left to commit, so the group is not asked
         done({})
         return
     ctx.broker.group_coordinator.offsets.commit(

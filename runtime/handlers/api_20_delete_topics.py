@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 
 from kafkagen.generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from kafkagen.runtime.broker.api import RequestContext
@@ -32,10 +33,23 @@ def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> None:
         wanted = [(name, _ZERO) for name in request.topic_names]
     enabled = ctx.broker.configs.broker_bool("delete.topic.enable")
     results: KeyedList[Result] = KeyedList()
+    # As Kafka: a name (or an id) given twice is refused once, and neither is deleted.
+    names = Counter(name for name, topic_id in wanted if name is not None and topic_id == _ZERO)
+    ids = Counter(topic_id for name, topic_id in wanted if name is None and topic_id != _ZERO)
+    twice = {n for n, count in names.items() if count > 1}
+    twice_ids = {i for i, count in ids.items() if count > 1}
+    for name in twice:
+        results.append(_duplicate(name, _ZERO, "Duplicate topic name."))
+    for topic_id in twice_ids:
+        results.append(_duplicate(None, topic_id, "Duplicate topic id."))
     for name, topic_id in wanted:
+        if name in twice or (name is None and topic_id in twice_ids):
+            continue
         result = Result(name=name, topic_id=topic_id)
         try:
             if name is None:
+                if topic_id == _ZERO:
+                    raise InvalidRequestError("Neither topic name nor id were specified.")
                 found = md.topic_names.get(topic_id)
                 if found is None:
                     raise UnknownTopicIdError(f"no topic has id {topic_id}")
@@ -57,3 +71,12 @@ def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> None:
             result.error_message = e.message
         results.append(result)
     ctx.respond(DeleteTopicsResponse(responses=results))
+
+
+def _duplicate(name: str | None, topic_id: uuid.UUID, message: str) -> Result:
+    return Result(
+        name=name,
+        topic_id=topic_id,
+        error_code=InvalidRequestError.code,
+        error_message=message,
+    )

@@ -24,6 +24,9 @@ API_KEY = 24
 R = AddPartitionsToTxnResponse
 #: PRODUCER_FENCED exists from v2; older clients get INVALID_PRODUCER_EPOCH instead.
 FENCED_SINCE = 2
+#: From v5 (KIP-890) a verification finding the partition outside the transaction answers
+#: TRANSACTION_ABORTABLE, as Kafka 4.4 does.
+ABORTABLE_SINCE = 5
 
 Topics = Sequence[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
 
@@ -108,9 +111,21 @@ def _add(
         return
     coordinator = ctx.broker.txn_coordinator
     if verify_only:
-        done({tp: coordinator.verify_partition(transactional_id, pid, epoch, tp) for tp in tps})
+        verify = functools.partial(coordinator.verify_partition, transactional_id, pid, epoch)
+        done({tp: _verification_answer(verify(tp), v) for tp in tps})
         return
     coordinator.add_partitions(transactional_id, pid, epoch, tps, done)
+
+
+def _verification_answer(code: int, version: int) -> int:
+    """A verification's error as Kafka answers a broker: a stale epoch is fenced (the code
+    a Produce gets is INVALID_PRODUCER_EPOCH), and from v5 a partition outside the
+    transaction makes it abortable."""
+    if code == ErrorCode.INVALID_PRODUCER_EPOCH:
+        return ErrorCode.PRODUCER_FENCED
+    if code == ErrorCode.INVALID_TXN_STATE and version >= ABORTABLE_SINCE:
+        return ErrorCode.TRANSACTION_ABORTABLE
+    return code
 
 
 def _denials(

@@ -18,6 +18,7 @@ from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import (
     ClusterAuthorizationFailedError,
+    InvalidTopicExceptionError,
     LogDirNotFoundError,
     ReplicaNotAvailableError,
 )
@@ -25,6 +26,9 @@ from kafkagen.runtime.handlers._util import log_dir
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 34
+#: Kafka cannot name a directory longer than this, so a replica whose future directory
+#: would be longer cannot move (its topic name is too long).
+MAX_DIR_NAME = 255
 TopicResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
 PartitionResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult
 
@@ -39,6 +43,8 @@ def handle(ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> None:
             for index in t.partitions:
                 if not allowed:
                     code = ClusterAuthorizationFailedError.code
+                elif len(_future_dir_name(t.name, index)) > MAX_DIR_NAME:
+                    code = InvalidTopicExceptionError.code
                 elif d.path != here:
                     code = LogDirNotFoundError.code
                 elif TopicPartition(t.name, index) not in hosted:
@@ -53,3 +59,8 @@ def handle(ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> None:
             results=[TopicResult(topic_name=n, partitions=p) for n, p in results.items()]
         )
     )
+
+
+def _future_dir_name(topic: str, index: int) -> str:
+    """The directory Kafka would move the replica into: ``topic-index.<32 hex>-future``."""
+    return f"{topic}-{index}.{'0' * 32}-future"

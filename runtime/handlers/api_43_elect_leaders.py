@@ -38,6 +38,18 @@ PartitionResult = ElectLeadersResponse.PartitionResult
 def handle(ctx: RequestContext, request: ElectLeadersRequest) -> None:
     md = ctx.broker.metadata
     election = request.election_type if ctx.api_version >= 1 else PREFERRED
+    # As Kafka: ALTER on the cluster, then (unless no partition is named, which Kafka 4.4
+    # answers at once) the election type, for the whole request before any partition.
+    try:
+        require(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthFailed)
+        if request.topic_partitions is not None and not request.topic_partitions:
+            ctx.respond(ElectLeadersResponse(error_code=0, replica_election_results=[]))
+            return
+        if election not in (PREFERRED, UNCLEAN):
+            raise InvalidRequestError(f"unknown election type {election}")
+    except KafkaError as e:
+        ctx.respond(_refused(request, e))
+        return
     if request.topic_partitions is None:
         wanted = [(t.name, [p.index for p in t.partitions]) for t in md.topics.values()]
     else:
@@ -48,9 +60,6 @@ def handle(ctx: RequestContext, request: ElectLeadersRequest) -> None:
         for index in indexes:
             out = PartitionResult(partition_id=index, error_code=0, error_message=None)
             try:
-                require(
-                    ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthFailed
-                )
                 info = md.partition(topic, index)
                 if info is None:
                     raise UnknownTopicOrPartitionError(f"No such partition as {topic}-{index}")
@@ -63,6 +72,25 @@ def handle(ctx: RequestContext, request: ElectLeadersRequest) -> None:
             partitions.append(out)
         results.append(Result(topic=topic, partition_result=partitions))
     ctx.respond(ElectLeadersResponse(error_code=0, replica_election_results=results))
+
+
+def _refused(request: ElectLeadersRequest, error: KafkaError) -> ElectLeadersResponse:
+    """The whole request refused: the error at the top and on every named partition."""
+    return ElectLeadersResponse(
+        error_code=error.code,
+        replica_election_results=[
+            Result(
+                topic=t.topic,
+                partition_result=[
+                    PartitionResult(
+                        partition_id=i, error_code=error.code, error_message=error.message
+                    )
+                    for i in t.partitions
+                ],
+            )
+            for t in request.topic_partitions or []
+        ],
+    )
 
 
 def _elect(ctx: RequestContext, info: PartitionInfo, election: int) -> None:
@@ -87,5 +115,3 @@ def _elect(ctx: RequestContext, info: PartitionInfo, election: int) -> None:
         info.leader_epoch += 1
         info.isr = [candidates[0]]
         md.update_partition(info)
-    else:
-        raise InvalidRequestError(f"unknown election type {election}")

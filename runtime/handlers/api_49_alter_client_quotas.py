@@ -1,7 +1,8 @@
 """AlterClientQuotas (key 49): set and remove client quota values, entity by entity.
 
 Needs ALTER_CONFIGS on the cluster (else every entity answers CLUSTER_AUTHORIZATION_FAILED).
-Each entity is checked on its own, as Kafka's controller does: an entity named twice, a
+Each entity is checked on its own, as Kafka's controller does (a type named twice in one
+entity keeps its last name, as Kafka reads it into a map): an entity named twice, a
 malformed entity, a key named twice, a key its type does not have or a fractional byte
 rate gets INVALID_REQUEST and nothing of it is written. ``validate_only`` checks and
 writes nothing.
@@ -43,8 +44,8 @@ def handle(ctx: RequestContext, request: AlterClientQuotasRequest) -> None:
                 error_code=code,
                 error_message=message,
                 entity=[
-                    Response.EntityData(entity_type=e.entity_type, entity_name=e.entity_name)
-                    for e in entry.entity
+                    Response.EntityData(entity_type=t, entity_name=name)
+                    for t, name in _pairs(entry).items()
                 ],
             )
         )
@@ -61,7 +62,7 @@ def _alter(
     quotas = ctx.broker.metadata.client_quotas
     if named_twice:
         raise QuotaRequestError(f"Ignoring duplicate entity {_describe(entry)}")
-    entity: Entity = quotas.entity((e.entity_type, e.entity_name) for e in entry.entity)
+    entity: Entity = quotas.entity(_pairs(entry).items())
     keys = Counter(op.key for op in entry.ops)
     twice = [k for k, n in keys.items() if n > 1]
     if twice:
@@ -74,8 +75,14 @@ def _alter(
         quotas.alter(entity, ops)
 
 
+def _pairs(entry: AlterClientQuotasRequest.EntryData) -> dict[str, str | None]:
+    """The entity as Kafka reads it: a map of type to name, a type named twice keeping
+    its last name (and the answer names the entity so)."""
+    return {e.entity_type: e.entity_name for e in entry.entity}
+
+
 def _key(entry: AlterClientQuotasRequest.EntryData) -> tuple[tuple[str, str | None], ...]:
-    return tuple(sorted((e.entity_type, e.entity_name) for e in entry.entity))
+    return tuple(sorted(_pairs(entry).items(), key=lambda p: p[0]))
 
 
 def _describe(entry: AlterClientQuotasRequest.EntryData) -> str:

@@ -21,6 +21,8 @@ from kafkagen.runtime.errors import ClusterAuthorizationFailedError, InvalidUpda
 
 API_KEY = 57
 R = UpdateFeaturesResponse
+#: The last version whose answer has a row per feature.
+RESULTS_UNTIL = 1
 
 
 def handle(ctx: RequestContext, request: UpdateFeaturesRequest) -> None:
@@ -40,9 +42,12 @@ def handle(ctx: RequestContext, request: UpdateFeaturesRequest) -> None:
         R(
             error_code=code,
             error_message=message,
+            # As Kafka: a row per feature (its message the error's name) only for a whole
+            # success, and only up to v1.
             results=[
-                R.UpdatableFeatureResult(feature=u.feature, error_code=0, error_message=None)
+                R.UpdatableFeatureResult(feature=u.feature, error_code=0, error_message="NONE")
                 for u in request.feature_updates
+                if code == 0 and ctx.api_version <= RESULTS_UNTIL
             ],
         )
     )

@@ -10,12 +10,17 @@ from kafkagen.generated.describe_cluster import DescribeClusterRequest, Describe
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.security.acls import ResourceType
 from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
-from kafkagen.runtime.errors import MismatchedEndpointTypeError
+from kafkagen.runtime.errors import (
+    KafkaError,
+    MismatchedEndpointTypeError,
+    UnsupportedEndpointTypeError,
+)
 from kafkagen.runtime.handlers._util import NOT_REQUESTED
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 60
 BROKERS_ENDPOINT = 1
+CONTROLLERS_ENDPOINT = 2
 FENCED_SINCE = 2
 
 
@@ -23,12 +28,15 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
     md = ctx.broker.metadata
     if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:
         # Controllers are not separate nodes here: a broker only answers for brokers.
-        err = MismatchedEndpointTypeError("this is a broker; ask it for broker endpoints")
+        err: KafkaError = (
+            MismatchedEndpointTypeError("this is a broker; ask it for broker endpoints")
+            if request.endpoint_type == CONTROLLERS_ENDPOINT
+            else UnsupportedEndpointTypeError(f"no endpoint type {request.endpoint_type}")
+        )
         ctx.respond(
             DescribeClusterResponse(
                 error_code=err.code,
                 error_message=err.message,
-                endpoint_type=request.endpoint_type,
                 cluster_id="",
             )
         )

@@ -18,6 +18,7 @@ from kafkagen.generated.describe_producers import (
     DescribeProducersResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.metadata.cluster_metadata import validate_topic_name
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, NotLeaderOrFollowerError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
@@ -93,6 +94,8 @@ def handle(ctx: RequestContext, request: DescribeProducersRequest) -> None:
                 floor = cursor.producer_id
             out = PartitionResponse(partition_index=index, error_code=0, active_producers=[])
             try:
+                # As Kafka: the name's validity first, then READ, then the replica.
+                validate_topic_name(t.name)
                 require(ctx, AclOperation.READ, ResourceType.TOPIC, t.name, TopicAuthFailed)
                 # Any replica answers: a follower's producer state follows the batches
                 # (and markers) it replicates.

@@ -16,7 +16,12 @@ from kafkagen.generated.describe_transactions import (
 )
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
-from kafkagen.runtime.errors import ErrorCode, KafkaError, TransactionalIdAuthorizationFailedError
+from kafkagen.runtime.errors import (
+    ErrorCode,
+    InvalidRequestError,
+    KafkaError,
+    TransactionalIdAuthorizationFailedError,
+)
 from kafkagen.runtime.handlers._util import pagination_limit, repeated, require
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.pagination import paged_version
@@ -64,9 +69,10 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
             transactional_id=tid,
             transaction_state="",
             transaction_timeout_ms=0,
-            transaction_start_time_ms=-1,
-            producer_id=-1,
-            producer_epoch=-1,
+            # An id refused or not found keeps these at zero, as in Kafka's answer.
+            transaction_start_time_ms=0,
+            producer_id=0,
+            producer_epoch=0,
             topics=KeyedList(),
         )
         try:
@@ -77,6 +83,8 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
                 tid,
                 TransactionalIdAuthorizationFailedError,
             )
+            if not tid:
+                raise InvalidRequestError("a transactional id may not be empty")
             txn = tc.describe(tid)
         except KafkaError as e:
             out.error_code = e.code

@@ -23,7 +23,12 @@ from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group.assignors import Assignment
 from kafkagen.runtime.broker.group.consumer_group_manager import ConsumerGroupManager
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
-from kafkagen.runtime.errors import GroupAuthorizationFailedError, InvalidRequestError, KafkaError
+from kafkagen.runtime.errors import (
+    GroupAuthorizationFailedError,
+    InvalidGroupIdError,
+    InvalidRequestError,
+    KafkaError,
+)
 from kafkagen.runtime.handlers._util import (
     NOT_REQUESTED,
     pagination_limit,
@@ -96,6 +101,9 @@ def _describe(ctx: RequestContext, group_id: str, want_ops: bool) -> Described:
     d = Described(error_code=0, group_id=group_id, authorized_operations=ops)
     if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         d.error_code = GroupAuthorizationFailedError.code
+        return d
+    if not group_id:  # as Kafka: refused before the coordinator is asked, with no message
+        d.error_code = InvalidGroupIdError.code
         return d
     try:
         group = manager.describe(group_id)

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import msgspec_graph
 from .workloads import WORKLOADS, Workload
 
 KAFKAGEN, KIO, KAFKA_PYTHON = "kafkagen", "kio", "kafka-python"
@@ -478,6 +479,44 @@ def time_workload(s: WorkloadSetup, target: float, repeat: int, gc_enabled: bool
     return rows
 
 
+def msgspec_namespaces(setups: list[WorkloadSetup]) -> list[dict[str, Any]]:
+    """Per workload, kafkagen's encode namespace joined with msgspec's mirror of its message."""
+    out = []
+    for s in setups:
+        side = s.sides[KAFKAGEN]
+        assert isinstance(side, Side)
+        out.append(side.namespace | msgspec_graph.namespace(side.namespace["obj"]))
+    return out
+
+
+def compare_msgspec(
+    setups: list[WorkloadSetup],
+    namespaces: list[dict[str, Any]],
+    target: float,
+    repeat: int,
+    gc_enabled: bool,
+) -> list[msgspec_graph.Comparison]:
+    """kafkagen's encode and msgspec's of the same object graph, timed in turns."""
+    out = []
+    for s, ns in zip(setups, namespaces, strict=True):
+        side = s.sides[KAFKAGEN]
+        assert isinstance(side, Side)
+        best = measure(
+            {
+                KAFKAGEN: make_timer(side.encode_stmt, ns, gc_enabled),
+                "msgspec": make_timer(msgspec_graph.STATEMENT, ns, gc_enabled),
+            },
+            target,
+            repeat,
+        )
+        out.append(
+            msgspec_graph.Comparison(
+                s.workload.title, best[KAFKAGEN].seconds, best["msgspec"].seconds
+            )
+        )
+    return out
+
+
 # -- output --------------------------------------------------------------------------------
 
 
@@ -736,6 +775,7 @@ def run(args: argparse.Namespace) -> int:
         print("  !! " + f.line())
     sys.stdout.flush()
 
+    mirrors = msgspec_namespaces(setups) if msgspec_graph.available() else None
     # Freeze what set-up allocated, so that collections during the timed loops scan only
     # what the codec under test allocates, not the benchmark's own heap.
     gc.collect()
@@ -766,6 +806,13 @@ def run(args: argparse.Namespace) -> int:
             )
             for f in mismatches:
                 print("  !! " + f.line())
+        against_msgspec: list[msgspec_graph.Comparison] = []
+        if mirrors is None:
+            print("\nmsgspec: not installed (the bench extra): no encode comparison with it")
+        else:
+            against_msgspec = compare_msgspec(setups, mirrors, target, repeat, args.gc)
+            print()
+            print("\n".join(msgspec_graph.render(against_msgspec)))
         if args.profile and failed:
             by_key = {s.workload.key: s for s in setups}
             print("\n".join(profile_rows(failed, by_key, args.profile, target * 2, args.gc)))
@@ -789,6 +836,7 @@ def run(args: argparse.Namespace) -> int:
             args,
             took,
             mode,
+            against_msgspec,
         )
     if mismatches or any(f.library == KAFKAGEN for f in findings):
         return 1
@@ -807,6 +855,7 @@ def write_json(
     args: argparse.Namespace,
     took: float,
     mode: str,
+    against_msgspec: list[msgspec_graph.Comparison],
 ) -> None:
     doc = {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -867,6 +916,16 @@ def write_json(
                 },
             }
             for row in rows
+        ],
+        "msgspec_encode": [
+            {
+                "workload": c.title,
+                "kafkagen_us_per_op": c.kafkagen * 1e6,
+                "msgspec_us_per_op": c.msgspec * 1e6,
+                "kafkagen_over_msgspec": c.ratio,
+                "verdict": c.verdict(),
+            }
+            for c in against_msgspec
         ],
         "findings": [
             {"workload": f.workload, "library": f.library, "what": f.what, "mismatch": f.mismatch}

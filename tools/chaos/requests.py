@@ -35,7 +35,7 @@ from kafkagen.fuzz.checks import mutate
 from kafkagen.fuzz.randomgen import RandomGen
 from kafkagen.generated import APIS, header_version, message_type, other_type
 
-__all__ = ["RequestStats", "send_random_requests"]
+__all__ = ["RequestStats", "cut_waits", "send_random_requests"]
 
 OUTCOMES = ("answered", "closed", "silent", "hang", "bad answer")
 #: Fields whose value is a time the broker may wait; cut short so answers come quickly.
@@ -124,7 +124,8 @@ class _Connection:
                     return data
 
 
-def _cut_waits(msg: Any, rnd: random.Random) -> None:
+def cut_waits(msg: Any, rnd: random.Random) -> None:
+    """Cut every wait ``msg`` asks of the broker to under 100 ms."""
     for name in msg.__slots__:
         if name.endswith(_WAIT_SUFFIXES) and isinstance(getattr(msg, name), int):
             setattr(msg, name, rnd.randrange(100))
@@ -206,7 +207,7 @@ async def send_random_requests(
                 version = rnd.randint(lo, hi)
                 gen.reset()
                 msg = builder(cls)(gen, version)
-                _cut_waits(msg, rnd)
+                cut_waits(msg, rnd)
                 try:
                     body = msg.encode(version)
                 except Exception:  # noqa: BLE001 - a value the codec refuses: not sent

@@ -129,6 +129,7 @@ BENCHMARKS = {
     "purgatory": "the request purgatory against an asyncio call_later baseline",
     "fuzz": "the fuzz job's message loop: plain, local[1], local[2] and two plain loops",
     "kafka": "kafkagen serve against Apache Kafka 4.4.0: start-up, produce, consume, latency",
+    "profile": "kafkagen serve's CPU per request, batch and record under produce and consume",
 }
 
 

@@ -7,8 +7,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kafkagen.generated.alter_client_quotas import AlterClientQuotasRequest
 from kafkagen.generated.alter_configs import AlterConfigsRequest
 from kafkagen.generated.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from kafkagen.generated.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.create_acls import CreateAclsRequest
 from kafkagen.generated.create_partitions import CreatePartitionsRequest
@@ -25,6 +27,7 @@ from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigs
 from kafkagen.generated.list_config_resources import ListConfigResourcesRequest
 from kafkagen.generated.list_partition_reassignments import ListPartitionReassignmentsRequest
 from kafkagen.generated.metadata import MetadataRequest
+from kafkagen.generated.update_features import UpdateFeaturesRequest
 
 from .core import Session, SetupError, scenario
 
@@ -83,6 +86,22 @@ async def metadata_unknown_id(s: Session) -> None:
     M = MetadataRequest
     req = M(topics=[M.MetadataRequestTopic(topic_id=uuid.UUID(int=99), name=None)])
     await s.call(req)
+
+
+@scenario("Metadata", "topic-id-before-v12", "a topic id at v11, where ids may not be used")
+async def metadata_id_too_early(s: Session) -> None:
+    t = await s.create_topic()
+    M = MetadataRequest
+    req = M(topics=[M.MetadataRequestTopic(topic_id=uuid.UUID(int=99), name=t)])
+    await s.call(req, 11)
+
+
+@scenario("Metadata", "ids-beside-names", "one topic by name, one by an unknown id (v12+)")
+async def metadata_ids_beside_names(s: Session) -> None:
+    t = await s.create_topic()
+    M = MetadataRequest
+    by_id = M.MetadataRequestTopic(topic_id=uuid.UUID(int=98), name=None)
+    await s.call(M(topics=[M.MetadataRequestTopic(name=t), by_id]))
 
 
 # ---------------------------------------------------------------------- CreateTopics
@@ -236,6 +255,19 @@ async def delete_ordinary(s: Session) -> None:
 @scenario("DeleteTopics", "unknown-topic", "a topic that does not exist")
 async def delete_unknown(s: Session) -> None:
     await s.call(_delete(s.name("missing")))
+
+
+@scenario("DeleteTopics", "named-twice", "a topic named twice beside one named once")
+async def delete_named_twice(s: Session) -> None:
+    t, u = await s.create_topic("t"), await s.create_topic("u")
+    await s.call(_delete(t, t, u))
+    await s.call(_metadata(t))  # not deleted
+
+
+@scenario("DeleteTopics", "neither-name-nor-id", "an entry with no name and the zero id (v6)")
+async def delete_nothing_named(s: Session) -> None:
+    D = DeleteTopicsRequest
+    await s.call(D(topics=[D.DeleteTopicState(name=None)], timeout_ms=30000))
 
 
 @scenario("DeleteTopics", "unknown-topic-id", "a topic id nobody has (v6)")
@@ -531,6 +563,48 @@ async def describe_cluster(s: Session) -> None:
     await s.call(DescribeClusterRequest())
 
 
+@scenario("DescribeCluster", "controller-endpoints", "asking a broker for controllers (v1+)")
+async def describe_cluster_controllers(s: Session) -> None:
+    await s.call(DescribeClusterRequest(endpoint_type=2))
+
+
+@scenario("DescribeCluster", "unknown-endpoint-type", "endpoint type 9 (v1+)")
+async def describe_cluster_unknown_type(s: Session) -> None:
+    await s.call(DescribeClusterRequest(endpoint_type=9))
+
+
+@scenario("UpdateFeatures", "unsupported-level", "group.version 5 at v1: refused, no rows")
+async def update_features_refused(s: Session) -> None:
+    U = UpdateFeaturesRequest
+    upd = U.FeatureUpdateKey(feature="group.version", max_version_level=5, upgrade_type=1)
+    await s.call(U(feature_updates=[upd], timeout_ms=30000), 1)
+
+
+@scenario("UpdateFeatures", "validate-only", "group.version 1, validate only, at v1: a row")
+async def update_features_validate(s: Session) -> None:
+    U = UpdateFeaturesRequest
+    upd = U.FeatureUpdateKey(feature="group.version", max_version_level=1, upgrade_type=1)
+    await s.call(U(feature_updates=[upd], validate_only=True, timeout_ms=30000), 1)
+
+
+@scenario("AlterClientQuotas", "default-and-named-client", "one entity: a client and the default")
+async def alter_quotas_default_beside_named(s: Session) -> None:
+    A = AlterClientQuotasRequest
+    entity = [
+        A.EntityData(entity_type="client-id", entity_name=None),
+        A.EntityData(entity_type="client-id", entity_name=s.name("c")),
+    ]
+    op = A.OpData(key="producer_byte_rate", value=1024.0, remove=False)
+    await s.call(A(entries=[A.EntryData(entity=entity, ops=[op])], validate_only=True))
+
+
+@scenario("AlterReplicaLogDirs", "topic-name-too-long", "a 249-character topic name")
+async def alter_log_dirs_long_name(s: Session) -> None:
+    A = AlterReplicaLogDirsRequest
+    topic = A.AlterReplicaLogDirTopic(name=s.name("x" * 230)[:249], partitions=[0])
+    await s.call(A(dirs=[A.AlterReplicaLogDir(path="/no/such/dir", topics=[topic])]))
+
+
 @scenario("DescribeTopicPartitions", "one-topic", "a topic of two partitions")
 async def describe_topic_partitions(s: Session) -> None:
     t = await s.create_topic(partitions=2)
@@ -647,6 +721,17 @@ async def elect_all(s: Session) -> None:
     await s.call(_elect(None), keep=_mine(s))
     await _until_every_node(s, t, _preferred_leads)
     await s.call(_metadata(t))
+
+
+@scenario("ElectLeaders", "unknown-election-type", "election type 5 for a named partition")
+async def elect_unknown_type(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_elect(t, 5))
+
+
+@scenario("ElectLeaders", "no-partitions", "an empty partition list, election type 7")
+async def elect_nothing(s: Session) -> None:
+    await s.call(ElectLeadersRequest(election_type=7, topic_partitions=[], timeout_ms=30000))
 
 
 @scenario("ElectLeaders", "unknown-topic", "a topic that does not exist")

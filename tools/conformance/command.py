@@ -6,13 +6,18 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from .core import Result, Target
+from .random_sample import Sample, run_sample
 from .suite import all_scenarios, exit_status, load_documented, run_suite, summary, table
 
 __all__ = ["add_arguments", "run"]
 
+#: The longest a random sample runs, whatever its count.
+SAMPLE_S = 3600.0
 #: The known differences of kafkagen's broker, in a source checkout.
 DOCUMENTED = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 
@@ -55,6 +60,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "docs/conformance.md when run from a checkout)",
     )
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    parser.add_argument(
+        "--random",
+        type=int,
+        metavar="N",
+        help="instead of the scenarios, send the same N random requests of every API both "
+        "advertise to both brokers and compare their error codes (exit 1 if any differ)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="the random requests' seed (0; with --random)"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write every result to FILE")
 
 
@@ -116,18 +131,25 @@ def run(args: argparse.Namespace) -> int:
     def progress(r: Result) -> None:
         print(f"  {r.status:<8} {r.scenario.name}", file=sys.stderr, flush=True)
 
-    try:
-        results = asyncio.run(
-            run_suite(
-                args.bootstrap, reference, only=args.only, versions=versions, on_result=progress
-            )
+    work: Coroutine[Any, Any, Sample | list[Result]] = (
+        run_sample(args.bootstrap, reference, count=args.random, seconds=SAMPLE_S, seed=args.seed)
+        if args.random is not None
+        else run_suite(
+            args.bootstrap, reference, only=args.only, versions=versions, on_result=progress
         )
+    )
+    try:
+        outcome: Sample | list[Result] = asyncio.run(work)
     except (OSError, ConnectionError, TimeoutError) as e:
         print(f"kafkagen conformance: {e}", file=sys.stderr)
         return 1
     finally:
         if reference_kafka is not None:
             reference_kafka.stop()
+    if isinstance(outcome, Sample):
+        print(outcome.render())
+        return 1 if outcome.differ else 0
+    results = outcome
     print(table(results, documented))
     if args.json:
         Path(args.json).write_text(

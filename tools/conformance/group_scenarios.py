@@ -310,6 +310,13 @@ async def commit_unknown_topic(s: Session) -> None:
     await s.call(_commit(s, g, s.name("missing")), node=await s.coordinator(g))
 
 
+@scenario("OffsetCommit", "unknown-topic-unknown-member", "both wrong: the topic is named")
+async def commit_unknown_topic_and_member(s: Session) -> None:
+    g = s.name("g")
+    req = _commit(s, g, s.name("missing"), generation=3, member=s.name("m"))
+    await s.call(req, node=await s.coordinator(g))
+
+
 @scenario("OffsetCommit", "member-of-generation", "a member's commit at its generation")
 async def commit_member(s: Session) -> None:
     t = await s.create_topic()
@@ -507,6 +514,11 @@ async def cg_describe_regex_internal(s: Session) -> None:
 async def cg_describe_unknown(s: Session) -> None:
     g = s.name("g")
     await s.call(ConsumerGroupDescribeRequest(group_ids=[g]), node=await s.coordinator(g))
+
+
+@scenario("ConsumerGroupDescribe", "empty-id", "a group id of no characters")
+async def cg_describe_empty(s: Session) -> None:
+    await s.call(ConsumerGroupDescribeRequest(group_ids=[""]))
 
 
 @scenario("ConsumerGroupDescribe", "classic-group", "a group of the classic protocol")

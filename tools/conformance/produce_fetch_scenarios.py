@@ -62,6 +62,11 @@ async def produce_invalid_acks(s: Session) -> None:
     await s.call(produce(t, batch(1), acks=2), node=await s.leader(t))
 
 
+@scenario("Produce", "unknown-topic-invalid-acks", "acks=2 to a topic that does not exist")
+async def produce_unknown_topic_invalid_acks(s: Session) -> None:
+    await s.call(produce(s.name("missing"), batch(1), acks=2))
+
+
 @scenario("Produce", "invalid-topic-name", "a name with characters topics may not have")
 async def produce_invalid_name(s: Session) -> None:
     await s.call(produce(s.name("bad name!"), batch(1)))
@@ -179,6 +184,22 @@ async def _topic_with(s: Session, count: int = 3) -> tuple[str, int]:
 async def fetch_ordinary(s: Session) -> None:
     t, node = await _topic_with(s)
     await s.call(fetch(t, s.topic_uuids[t]), node=node)
+
+
+@scenario("Fetch", "full-naming-a-session", "a full fetch (epoch -1) naming session 12345")
+async def fetch_full_naming_session(s: Session) -> None:
+    t, node = await _topic_with(s)
+    req = fetch(t, s.topic_uuids[t])
+    req.session_id = 12345
+    await s.call(req, node=node)
+
+
+@scenario("Fetch", "incremental-without-session", "session 0 at epoch 1: no such session")
+async def fetch_incremental_no_session(s: Session) -> None:
+    t, node = await _topic_with(s)
+    req = fetch(t, s.topic_uuids[t])
+    req.session_epoch = 1
+    await s.call(req, node=node)
 
 
 @scenario("Fetch", "middle-of-batch", "from offset 1: the whole batch holding it comes back")

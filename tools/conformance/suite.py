@@ -10,7 +10,7 @@ from pathlib import Path
 from .core import SCENARIOS, Result, Scenario, Session, Step, Target, choose_versions, compare_runs
 from .core import new_prefix as _new_prefix
 
-__all__ = ["exit_status", "load_documented", "run_suite", "summary", "table"]
+__all__ = ["exit_status", "load_documented", "run_suite", "summary", "table", "warm_up"]
 
 #: How long one scenario may take on one broker.
 SCENARIO_TIMEOUT_S = 90.0
@@ -43,7 +43,9 @@ async def _run_on(sc: Scenario, session: Session) -> list[Step]:
     return session.steps
 
 
-async def _warm_up(target: Target) -> None:
+async def warm_up(target: Target) -> None:
+    """Make the internal topics exist (they are created on first use) and their
+    coordinators loaded, so that what comes next does not depend on who came first."""
     s = Session(target, "kafkagen-conformance-warm-up", {}, sorted(target.nodes))
     await s.coordinator("kafkagen-conformance-warm-up", 0)
     await s.coordinator("kafkagen-conformance-warm-up", 1)
@@ -64,7 +66,7 @@ async def run_suite(
         await asyncio.gather(a.open(), b.open())
         # The internal topics are created on first use; make them exist on both first, so
         # no scenario depends on whether an earlier one created them.
-        await asyncio.gather(_warm_up(a), _warm_up(b))
+        await asyncio.gather(warm_up(a), warm_up(b))
         chosen = choose_versions([a, b], versions)
         prefix = _new_prefix()
         brokers = min(len(a.nodes), len(b.nodes))

@@ -63,18 +63,14 @@ class ClientQuotas:
 
     @staticmethod
     def entity(pairs: Iterable[tuple[str, str | None]]) -> Entity:
-        """A checked entity from (type, name) pairs; QuotaRequestError if Kafka refuses it."""
-        seen: dict[str, str | None] = {}
-        for entity_type, name in pairs:
-            if entity_type in seen:
-                raise QuotaRequestError(
-                    f"Invalid empty client quota entity, duplicate entity entry {entity_type}"
-                )
+        """A checked entity from (type, name) pairs, a type named twice keeping its last
+        name (Kafka reads the pairs into a map); QuotaRequestError if Kafka refuses it."""
+        seen = dict(pairs)
+        for entity_type, name in seen.items():
             if entity_type not in (USER, CLIENT_ID, IP):
                 raise QuotaRequestError(f"Unhandled client quota entity type: {entity_type}")
             if name is not None and not name:
                 raise QuotaRequestError(f"Empty {entity_type} not supported")
-            seen[entity_type] = name
         if not seen:
             raise QuotaRequestError("Invalid empty client quota entity")
         if IP in seen and len(seen) > 1:

@@ -59,6 +59,7 @@ class AclOperation(enum.IntEnum):
     IDEMPOTENT_WRITE = 12
     CREATE_TOKENS = 13
     DESCRIBE_TOKENS = 14
+    TWO_PHASE_COMMIT = 15
 
 
 class AclPermission(enum.IntEnum):

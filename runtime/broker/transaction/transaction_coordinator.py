@@ -11,7 +11,8 @@ States follow Kafka's: Empty -> Ongoing (partitions added) -> PrepareCommit/Prep
 (EndTxn; the producer is answered here) -> COMMIT/ABORT markers written to every partition
 of the transaction -> CompleteCommit/CompleteAbort. A transaction open longer than its
 timeout is aborted with the producer's epoch bumped, so the old producer is fenced; the
-timeout waits in a purgatory on the broker's timer.
+timeout waits in a purgatory on the broker's timer. A two-phase commit producer's
+transactions (KIP-939) have no timeout.
 
 Markers reach the leaders of the transaction's partitions through `MarkerWriter`, the one
 thing this coordinator knows of other brokers (Kafka's WriteTxnMarkers request); what a
@@ -47,6 +48,7 @@ from ..types import TXN_STATE_TOPIC
 from .transaction_state import (
     NO_EPOCH,
     NO_PRODUCER_ID,
+    TWO_PHASE_TIMEOUT_MS,
     TxnMetadata,
     TxnSnapshot,
     TxnState,
@@ -235,8 +237,17 @@ class TransactionCoordinator:
         expected_pid: int,
         expected_epoch: int,
         callback: InitCallback,
+        *,
+        enable_2pc: bool = False,
+        keep_prepared: bool = False,
     ) -> None:
-        """A producer id and epoch for a transactional producer (a new epoch each time)."""
+        """A producer id and epoch for a transactional producer (a new epoch each time).
+
+        ``enable_2pc`` (InitProducerId v6, KIP-939): the producer takes part in two-phase
+        commits, so its transactions are kept under `TWO_PHASE_TIMEOUT_MS` and never time
+        out; only a broker with ``transaction.two.phase.commit.enable`` takes it. Kafka 4.4
+        does not yet keep a prepared transaction across producers: ``keep_prepared`` is
+        answered UNSUPPORTED_VERSION, as there."""
 
         def fail(code: int) -> None:
             callback(code, NO_PRODUCER_ID, NO_EPOCH)
@@ -244,7 +255,18 @@ class TransactionCoordinator:
         if not transactional_id:
             fail(ErrorCode.INVALID_REQUEST)
             return
-        if timeout_ms <= 0 or timeout_ms > self._cfg("transaction.max.timeout.ms"):
+        if enable_2pc and not self.log.configs.broker_bool(
+            "transaction.two.phase.commit.enable", self.log.node_id
+        ):
+            # Kafka's refusal: an authorization error, not one a client could probe with.
+            fail(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            return
+        if keep_prepared:
+            fail(ErrorCode.UNSUPPORTED_VERSION)
+            return
+        if enable_2pc:
+            timeout_ms = TWO_PHASE_TIMEOUT_MS
+        elif timeout_ms <= 0 or timeout_ms > self._cfg("transaction.max.timeout.ms"):
             fail(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
             return
         error = self.log.owner_error(transactional_id)
@@ -264,7 +286,9 @@ class TransactionCoordinator:
         if txn.pending is not None:
             fail(ErrorCode.CONCURRENT_TRANSACTIONS)
             return
-        if expected_pid != NO_PRODUCER_ID:
+        # As Kafka: a producer recovering from UNKNOWN_PRODUCER_ID may name an id and epoch
+        # the coordinator never gave out; an id with no epoch yet starts afresh.
+        if expected_pid != NO_PRODUCER_ID and txn.producer_epoch != NO_EPOCH:
             if expected_pid == txn.producer_id and expected_epoch == txn.producer_epoch:
                 pass  # the current producer starts over
             elif (
@@ -572,12 +596,10 @@ class TransactionCoordinator:
         self._prepare(txn, commit, txn.producer_epoch + 1, callback, next_pid, ends_with_bump=True)
 
     def _abort_with_new_epoch(self, txn: TxnMetadata) -> None:
-        """Abort an open transaction under a bumped epoch, fencing its producer. A
-        transactions v2 producer ends under the epoch after its own, so its fence is the
-        one after that: its EndTxn is then fenced, not taken for a retry (as in Kafka)."""
-        step = 2 if txn.ends_with_bump else 1
-        epoch = min(txn.producer_epoch + step, _MAX_EPOCH + step - 1)
-        self._prepare(txn, False, epoch, None)
+        """Abort an open transaction under the next epoch, fencing its producer. Kafka 4.4
+        bumps once under transactions v2 too, so the old producer's EndTxn then reads as a
+        retry of this abort: an abort is answered done, a commit INVALID_TXN_STATE."""
+        self._prepare(txn, False, min(txn.producer_epoch + 1, _MAX_EPOCH), None)
 
     def _abort_timed_out(self, txn: TxnMetadata) -> None:
         if txn.pending is not None:
@@ -588,6 +610,8 @@ class TransactionCoordinator:
         self._abort_with_new_epoch(txn)
 
     def _watch_timeout(self, txn: TxnMetadata, delay_ms: int | None = None) -> None:
+        if txn.two_phase:
+            return  # ended only by its producer (or the next one), never by a timeout
         op = DelayedTxnTimeout(self, txn, txn.timeout_ms if delay_ms is None else delay_ms)
         self._timeouts.try_complete_else_watch(op, [txn.transactional_id])
 

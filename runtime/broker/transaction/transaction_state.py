@@ -18,6 +18,7 @@ from ..coordinator import record_format
 __all__ = [
     "NO_EPOCH",
     "NO_PRODUCER_ID",
+    "TWO_PHASE_TIMEOUT_MS",
     "TxnMetadata",
     "TxnSnapshot",
     "TxnState",
@@ -29,6 +30,9 @@ __all__ = [
 
 NO_PRODUCER_ID = -1
 NO_EPOCH = -1
+#: The timeout a two-phase commit transaction (KIP-939) is kept under, in the state log
+#: too: the largest int32, which marks it as one that never times out, as in Kafka.
+TWO_PHASE_TIMEOUT_MS = 2**31 - 1
 
 
 class TxnState(enum.Enum):
@@ -121,6 +125,11 @@ class TxnMetadata:
         self.update_ms = s.update_ms
         self.ends_with_bump = s.ends_with_bump
         self.version += 1
+
+    @property
+    def two_phase(self) -> bool:
+        """The producer takes part in two-phase commits: its transactions never time out."""
+        return self.timeout_ms == TWO_PHASE_TIMEOUT_MS
 
     def topics(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
