@@ -68,6 +68,37 @@ def test_caught_up_follower_rejoins_the_isr() -> None:
     assert info.isr == [0, 1]
 
 
+def test_the_high_watermark_stays_while_the_isr_is_below_min_insync_replicas() -> None:
+    h = Harness(brokers=3, **{"min.insync.replicas": "2"})
+    h.md.create_topic("r", assignments={0: [0, 1, 2]})
+    info, leader = h.md.partition("r", 0), h.rm(0)
+    assert info is not None
+    h.md.set_isr("r", 0, [0])
+    assert h.produce(R, batch(3))[0][R].error is None  # acks=1 is written...
+    assert leader.partitions[R].high_watermark == 0  # ...but not committed
+    follower_round(h, 1, 0)  # at the high watermark: joins, and copies 0-2
+    assert info.isr == [0, 1] and leader.partitions[R].high_watermark == 0
+    follower_round(h, 1, 0)  # fetches at 3: with two in sync the high watermark moves
+    assert leader.partitions[R].high_watermark == 3
+
+
+@pytest.mark.parametrize("unclean", [False, True])
+def test_an_unclean_election_only_where_the_topic_allows_it(unclean: bool) -> None:
+    h = Harness(brokers=2)
+    configs = {"unclean.leader.election.enable": str(unclean).lower()}
+    h.md.create_topic("r", assignments={0: [0, 1]}, configs=configs)
+    h.md.set_isr("r", 0, [0])  # the follower fell behind
+    h.md.broker_down(0)  # and the last in-sync replica went
+    info = h.md.partition("r", 0)
+    assert info is not None
+    if unclean:
+        assert (info.leader, info.isr, info.elr) == (1, [1], [])
+    else:
+        assert (info.leader, info.isr, info.elr) == (-1, [], [0])
+    h.md.broker_up(0)
+    assert info.leader == (1 if unclean else 0)
+
+
 def test_keeping_up_follower_is_not_dropped_by_steady_appends() -> None:
     h = Harness(brokers=2)
     h.md.create_topic("r", assignments={0: [0, 1]})

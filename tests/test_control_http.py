@@ -106,3 +106,35 @@ def test_refusals_name_what_is_wrong(broker: BrokerProcess, api: ControlClient) 
     rc, _, err = control(broker, "add", "--api", "Produse", "--error", "6")
     assert rc == 1 and "unknown API 'Produse'" in err
     assert broker.alive()
+
+
+def test_network_disk_and_clock_faults_from_the_command_line(
+    broker: BrokerProcess, api: ControlClient
+) -> None:
+    rc, faults, err = control(broker, "isolate", "1", "--no-clients")
+    assert rc == 0, err
+    assert faults["sides"] == [[0], [1]] and faults["unreachable_by_clients"] == [1]
+    assert faults["controller_side"] == []  # neither of two brokers is a majority
+    b1 = api.call("GET", "/brokers")[1]
+    hello = req(API_VERSIONS, client_software_name="t", client_software_version="1")
+    with WireClient(f"{b1['host']}:{b1['port']}", timeout=1.0) as w:
+        w.send(API_VERSIONS, 3, hello)
+        with pytest.raises(TimeoutError):
+            w.read_frame()
+    assert control(broker, "slow-disk", "0", "250")[1]["disk_delay_ms"] == {"0": 250}
+    assert control(broker, "slow-network", "0", "50")[1]["network_delay_ms"] == {"0": 50}
+    assert control(broker, "skew-clock", "0", "-5000")[1]["clock_skew_ms"] == {"0": -5000}
+    assert control(broker, "faults")[1] == api.call("GET", "/faults")
+    rc, healed, _ = control(broker, "heal")
+    assert rc == 0 and healed["sides"] == [[0, 1]] and healed["controller_side"] == [0, 1]
+    assert not healed["disk_delay_ms"] and not healed["unreachable_by_clients"]
+    with WireClient(f"{b1['host']}:{b1['port']}") as w:
+        assert w.call(API_VERSIONS, 3, hello).error_code == 0
+    rc, _, err = control(broker, "partition", "0", "1")
+    assert rc == 1 and "brokers on both sides" in err
+    with pytest.raises(ControlRefused, match="400 there is no broker 7"):
+        api.call("POST", "/faults/partition", {"brokers": [7]})
+    with pytest.raises(ControlRefused, match="400 unknown field.*'ms'"):
+        api.call("POST", "/faults/disk", {"broker": 0, "delay_ms": 5, "ms": 5})
+    with pytest.raises(ControlRefused, match="400 a disk delay cannot be negative"):
+        api.call("POST", "/faults/disk", {"broker": 0, "delay_ms": -5})

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +215,19 @@ def test_marker_sets_brokers_and_configs(kafka_cluster: KafkaCluster, kafka_topi
     assert len(kafka_cluster.bootstrap_servers.split(",")) == 2
     md = kafka_cluster.cluster.metadata
     assert kafka_cluster.call(lambda: len(md.topic(kafka_topic).partitions)) == 4
+
+
+@pytest.mark.kafka_cluster(brokers=3, configs={"broker.session.timeout.ms": 300})
+def test_faults_from_the_test_thread(kafka_cluster: KafkaCluster, kafka_control: Any) -> None:
+    faults = kafka_control.faults
+    faults.cut([2], clients=False)
+    assert faults.to_json()["unreachable_by_clients"] == [2]
+    for _ in range(100):  # fenced after broker.session.timeout.ms
+        if faults.fenced == {2}:
+            break
+        time.sleep(0.05)
+    assert faults.fenced == {2}
+    assert kafka_cluster.call(lambda: kafka_cluster.cluster.metadata.brokers[2].alive) is False
 
 
 def test_client_configs(

@@ -87,6 +87,8 @@ class SyncControl:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._control, name)
+        if name == "faults":  # `Faults`: its methods run on the brokers' loop too
+            return SyncControl(self._bg, attr)
         if not callable(attr):
             return self._bg.call(lambda: getattr(self._control, name))
 

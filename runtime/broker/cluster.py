@@ -20,6 +20,7 @@ import asyncio
 import ipaddress
 import logging
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ from kafkagen.runtime.topic_partition import TopicPartition
 
 from .api import BrokerServices, Registry, ServedApis, describe_gaps, dispatch
 from .config.store import ConfigStore
+from .control.faults import Faults
 from .control.interceptor import Control
 from .group.group_coordinator import GroupCoordinator
 from .metadata.cluster_metadata import ClusterMetadata
@@ -302,6 +304,9 @@ class Cluster:
             if self.storage is not None:
                 self.storage.close()
             raise
+        #: In-process network, disk and clock faults (the control API injects them).
+        self.faults = Faults(self.metadata, lambda node_id: self._serving(node_id) is not None)
+        self.metadata.reaches_controller = self.faults.reaches_controller
         if timer_factory is None:
             loop = asyncio.get_running_loop()
 
@@ -317,7 +322,8 @@ class Cluster:
             b_host, b_port = (
                 (mine[0].host, mine[0].port) if mine else (host, port + i if port else 0)
             )
-            self.brokers.append(Broker(self, i, b_host, b_port, timer_factory, time_ms, mine))
+            clock = _skewed(time_ms, self.faults, i)
+            self.brokers.append(Broker(self, i, b_host, b_port, timer_factory, clock, mine))
         #: Fault injection and broker controls, in front of every broker's handlers.
         self.control = Control(self, dispatch)
         for b in self.brokers:
@@ -362,6 +368,9 @@ class Cluster:
     def replica_manager_of(self, node_id: int) -> ReplicaManager | None:
         b = self._serving(node_id)
         return None if b is None else b.replica_manager
+
+    def peer_delay(self, follower: int, leader: int) -> float | None:
+        return self.faults.peer_delay(follower, leader)
 
     def txn_coordinator_of(self, node_id: int) -> TransactionCoordinator | None:
         b = self._serving(node_id)
@@ -419,6 +428,12 @@ class Cluster:
         if self.storage is not None:
             self.storage.close()
         self._started = False
+
+
+def _skewed(time_ms: Callable[[], int] | None, faults: Faults, node_id: int) -> Callable[[], int]:
+    """Broker ``node_id``'s wall clock: the cluster's, moved by its clock skew fault."""
+    base = time_ms or (lambda: int(time.time() * 1000))
+    return lambda: base() + faults.clock_offset_ms(node_id)
 
 
 class BackgroundCluster:

@@ -15,8 +15,9 @@ When the time is up, the faults are healed and whole partitions are read once mo
 both isolation levels (the ``final`` reads the checker holds acknowledged writes to).
 
 Faults come from a `Faults` object: `ControlFaults` drives ``kafkagen serve
---control-port`` (stop and start a broker, move a leader, pause a broker's answers, slow
-them); a reference Kafka's processes can take signals instead (`ProcessFaults`).
+--control-port`` (stop and start a broker, move a leader, pause a broker, cut it off from
+its peers, partition the cluster, slow a disk or a network, skew a clock); a reference
+Kafka's processes can take signals instead (`ProcessFaults`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 
 from .history import History, Recorder
 
-__all__ = ["Campaign", "ControlFaults", "Faults", "ProcessFaults"]
+__all__ = ["SERVE_CONFIGS", "Campaign", "ControlFaults", "Faults", "ProcessFaults"]
 
 #: Idle time a client waits for, so that every loop notices the end of the campaign.
 TICK = 0.5
@@ -43,6 +44,14 @@ TICK = 0.5
 TXN_CALL_S = 15.0
 #: How long after the end clients have to finish what they are doing.
 JOIN_S = 60.0
+#: The broker configs of a campaign's ``kafkagen serve``: a group starts at once, and a
+#: broker cut off for a fault's few seconds leaves the ISR and is fenced (Kafka's 30 s
+#: and 9 s would outlast every fault).
+SERVE_CONFIGS = (
+    "group.initial.rebalance.delay.ms=0",
+    "replica.lag.time.max.ms=2000",
+    "broker.session.timeout.ms=3000",
+)
 
 
 class Faults:
@@ -59,12 +68,19 @@ class ControlFaults(Faults):
     """Faults through kafkagen's control API (``kafkagen serve --control-port``)."""
 
     def __init__(
-        self, url: str, brokers: Iterable[int], topics: Iterable[str], partitions: int = 3
+        self,
+        url: str,
+        brokers: Iterable[int],
+        topics: Iterable[str],
+        partitions: int = 3,
+        kinds: Iterable[str] | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.brokers = list(brokers)
         self.topics = list(topics)
         self.partitions = partitions
+        #: The faults to choose from, by method name (None: every one).
+        self.kinds = None if kinds is None else list(kinds)
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -73,7 +89,16 @@ class ControlFaults(Faults):
             return json.loads(r.read() or b"null")
 
     def choices(self) -> list[Callable[[random.Random], tuple[str, Callable[[], None]]]]:
-        return [self.stop_broker, self.move_leader, self.pause_broker, self.slow_broker]
+        every = [
+            self.stop_broker,
+            self.move_leader,
+            self.pause_broker,
+            self.isolate_broker,
+            self.partition_cluster,
+            self.slow_broker,
+            self.skew_clock,
+        ]
+        return [f for f in every if self.kinds is None or f.__name__ in self.kinds]
 
     def stop_broker(self, rnd: random.Random) -> tuple[str, Callable[[], None]]:
         b = rnd.choice(self.brokers)
@@ -89,22 +114,42 @@ class ControlFaults(Faults):
             return f"move the leader of {topic}-{part} to {b}: refused", lambda: None
         return f"move the leader of {topic}-{part} to {b}", lambda: None
 
+    def _heal(self) -> None:
+        self._call("DELETE", "/faults")
+
     def pause_broker(self, rnd: random.Random) -> tuple[str, Callable[[], None]]:
+        """Nothing reaches the broker, from clients or peers: a paused process."""
         b = rnd.choice(self.brokers)
-        rule = self._call("POST", "/rules", {"match": {"broker": b}, "drop": True, "times": None})
-        return f"pause broker {b}'s answers", lambda: self._call("DELETE", f"/rules/{rule['id']}")
+        self._call("POST", "/faults/partition", {"brokers": [b], "clients": False})
+        return f"pause broker {b}", self._heal
+
+    def isolate_broker(self, rnd: random.Random) -> tuple[str, Callable[[], None]]:
+        b = rnd.choice(self.brokers)
+        self._call("POST", "/faults/partition", {"brokers": [b], "clients": True})
+        return f"isolate broker {b} from its peers", self._heal
+
+    def partition_cluster(self, rnd: random.Random) -> tuple[str, Callable[[], None]]:
+        side = sorted(rnd.sample(self.brokers, rnd.randrange(1, len(self.brokers))))
+        self._call("POST", "/faults/partition", {"brokers": side})
+        rest = [b for b in self.brokers if b not in side]
+        return f"partition brokers {side} from {rest}", self._heal
 
     def slow_broker(self, rnd: random.Random) -> tuple[str, Callable[[], None]]:
-        b, ms = rnd.choice(self.brokers), rnd.choice((50, 200, 1000))
-        rule = self._call("POST", "/rules", {"match": {"broker": b}, "delay_ms": ms, "times": None})
-        return f"delay broker {b}'s answers by {ms} ms", lambda: self._call(
-            "DELETE", f"/rules/{rule['id']}"
+        b, ms, what = (
+            rnd.choice(self.brokers),
+            rnd.choice((50, 200, 1000)),
+            rnd.choice(("disk", "network")),
         )
+        self._call("POST", f"/faults/{what}", {"broker": b, "delay_ms": ms})
+        return f"delay broker {b}'s {what} by {ms} ms", self._heal
+
+    def skew_clock(self, rnd: random.Random) -> tuple[str, Callable[[], None]]:
+        b, skew = rnd.choice(self.brokers), rnd.choice((-1, 1)) * rnd.choice((5, 60, 3600))
+        self._call("POST", "/faults/clock", {"broker": b, "skew_ms": skew * 1000})
+        return f"skew broker {b}'s clock by {skew:+d} s", self._heal
 
     def heal_all(self) -> None:
-        self._call("DELETE", "/rules")
-        for b in self.brokers:
-            self._call("POST", f"/brokers/{b}/start")
+        self._call("POST", "/reset")
 
 
 class ProcessFaults(Faults):
@@ -233,14 +278,19 @@ class Campaign:
         return time.monotonic() < self.deadline
 
     def _nemesis(self) -> None:
+        # Every kind of fault once, in a seeded order, before any comes again.
         rnd = random.Random(self.seed)
+        bag: list[Callable[[random.Random], tuple[str, Callable[[], None]]]] = []
         while self._running():
             time.sleep(
                 min(rnd.uniform(*self.fault_every), max(0.0, self.deadline - time.monotonic()))
             )
             if self.faults is None or not self._running():
                 continue
-            what, heal = rnd.choice(self.faults.choices())(rnd)
+            if not bag:
+                bag = self.faults.choices()
+                rnd.shuffle(bag)
+            what, heal = bag.pop()(rnd)
             self._op("nemesis", "invoke", "fault", {"fault": what})
             self._op("nemesis", "ok", "fault", {"fault": what})
             self.faults_done.append(what)

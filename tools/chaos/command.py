@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from .campaign import Campaign, ControlFaults, Faults, ProcessFaults
+from .campaign import SERVE_CONFIGS, Campaign, ControlFaults, Faults, ProcessFaults
 from .checker import check
 from .requests import RequestStats, send_random_requests
 
@@ -171,8 +171,7 @@ def _serve(brokers: int, startup: float = 60.0) -> Iterator[tuple[str, str, int]
             "0",
             "--control-port",
             "0",
-            "--config",
-            "group.initial.rebalance.delay.ms=0",
+            *(arg for config in SERVE_CONFIGS for arg in ("--config", config)),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

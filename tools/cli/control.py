@@ -110,6 +110,25 @@ def _parser() -> argparse.ArgumentParser:
     mc = action("move-coordinator", help="make a broker a group's coordinator")
     mc.add_argument("group")
     mc.add_argument("broker", type=int)
+    action("faults", help="show the network, disk and clock faults in force")
+    for name, summary in (
+        ("isolate", "cut a broker off from its peers"),
+        ("partition", "cut these brokers off from the others"),
+    ):
+        cut = action(name, help=summary)
+        cut.add_argument("brokers", type=int, nargs=1 if name == "isolate" else "+")
+        cut.add_argument("--no-clients", action="store_true", help="no client reaches them either")
+    for name, summary in (
+        ("slow-disk", "delay a broker's appends and reads"),
+        ("slow-network", "delay everything a broker sends and receives"),
+    ):
+        slow = action(name, help=summary)
+        slow.add_argument("broker", type=int)
+        slow.add_argument("delay_ms", type=int)
+    skew = action("skew-clock", help="move a broker's wall clock by SKEW_MS (may be negative)")
+    skew.add_argument("broker", type=int)
+    skew.add_argument("skew_ms", type=int)
+    action("heal", help="remove every network, disk and clock fault")
     v = action("versions", help="show or change what a broker advertises")
     v.add_argument("broker", type=int)
     v.add_argument(
@@ -178,6 +197,21 @@ def _request(args: argparse.Namespace) -> tuple[str, str, Any]:
         return "POST", "/leader", body
     if a == "move-coordinator":
         return "POST", "/coordinator", {"group": args.group, "broker": args.broker}
+    if a == "faults":
+        return "GET", "/faults", None
+    if a in ("isolate", "partition"):
+        return (
+            "POST",
+            "/faults/partition",
+            {"brokers": args.brokers, "clients": not args.no_clients},
+        )
+    if a in ("slow-disk", "slow-network"):
+        body = {"broker": args.broker, "delay_ms": args.delay_ms}
+        return "POST", f"/faults/{a.removeprefix('slow-')}", body
+    if a == "skew-clock":
+        return "POST", "/faults/clock", {"broker": args.broker, "skew_ms": args.skew_ms}
+    if a == "heal":
+        return "DELETE", "/faults", None
     assert a == "versions", a
     if not hasattr(args, "caps") and not hasattr(args, "preset"):
         return "GET", f"/versions/{args.broker}", None

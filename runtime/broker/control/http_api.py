@@ -17,7 +17,12 @@ POST   /leader                        {"topic", "partition", "broker"}
 POST   /coordinator                   {"group", "broker"}
 GET    /versions/ID                   what broker ID advertises
 PUT    /versions/ID                   {"preset": "2.8", "caps": {"Metadata": 9}}; {}: uncap
-POST   /reset                         undo rules, records, stopped brokers, version caps
+GET    /faults                        the network, disk and clock faults in force
+POST   /faults/partition              {"brokers": [1], "clients": true}: cut them off
+POST   /faults/disk, /faults/network  {"broker": 1, "delay_ms": 200}: slow it
+POST   /faults/clock                  {"broker": 1, "skew_ms": 60000}: move its clock
+DELETE /faults                        heal: remove every fault
+POST   /reset                         undo rules, records, faults, stopped brokers, caps
 ====== ============================== ===============================================
 
 Errors answer 400 (a bad body or a control that cannot be done) or 404 (no such
@@ -120,6 +125,9 @@ class ControlServer:
             ("POST", re.compile(r"/coordinator"), self._coordinator),
             ("GET", re.compile(r"/versions/(\d+)"), self._get_versions),
             ("PUT", re.compile(r"/versions/(\d+)"), self._set_versions),
+            ("GET", re.compile(r"/faults"), self._get_faults),
+            ("POST", re.compile(r"/faults/(partition|disk|network|clock)"), self._fault),
+            ("DELETE", re.compile(r"/faults"), self._heal),
             ("POST", re.compile(r"/reset"), self._reset),
         ]
 
@@ -253,9 +261,7 @@ class ControlServer:
 
     async def _set_versions(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
         b = _object(body)
-        extra = set(b) - {"caps", "preset"}
-        if extra:
-            raise ControlError(f"unknown field(s) {sorted(extra)}; known: caps, preset")
+        _only(b, "caps", "preset")
         caps, preset = b.get("caps"), b.get("preset")
         if caps is not None and not isinstance(caps, dict | str):
             raise ControlError(
@@ -266,6 +272,34 @@ class ControlServer:
         node = int(m.group(1))
         self.control.set_versions(node, caps, preset=preset)
         return _versions_json(self.control, node)
+
+    async def _get_faults(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
+        return self.control.faults.to_json()
+
+    async def _fault(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
+        faults, kind = self.control.faults, m.group(1)
+        if kind == "partition":
+            b = _object(body, "brokers")
+            _only(b, "brokers", "clients")
+            brokers, clients = b["brokers"], b.get("clients", True)
+            if not isinstance(brokers, list) or not all(_is_int(x) for x in brokers):
+                raise ControlError(f"brokers is a list of broker ids, not {brokers!r}")
+            if not isinstance(clients, bool):
+                raise ControlError(f"clients is true or false, not {clients!r}")
+            faults.cut(brokers, clients=clients)
+        else:
+            amount = "skew_ms" if kind == "clock" else "delay_ms"
+            b = _object(body, "broker", amount)
+            _only(b, "broker", amount)
+            if not _is_int(b["broker"]) or not _is_int(b[amount]):
+                raise ControlError(f"broker and {amount} are integers")
+            inject = {"disk": faults.slow_disk, "network": faults.slow_network}
+            inject.get(kind, faults.skew_clock)(b["broker"], b[amount])
+        return faults.to_json()
+
+    async def _heal(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
+        self.control.faults.heal()
+        return self.control.faults.to_json()
 
     async def _reset(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
         await self.control.reset()
@@ -291,6 +325,16 @@ def _versions_json(control: Control, node: int) -> dict[str, Any]:
             },
         }
     return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _only(body: dict[str, Any], *keys: str) -> None:
+    extra = set(body) - set(keys)
+    if extra:
+        raise ControlError(f"unknown field(s) {sorted(extra)}; known: {', '.join(keys)}")
 
 
 def _object(body: Any, *keys: str) -> dict[str, Any]:

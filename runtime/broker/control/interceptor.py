@@ -47,6 +47,7 @@ from ..config.definitions import parse_version_caps
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..release_presets import preset_ranges
 from ..types import OFFSETS_TOPIC, partition_for
+from .faults import Faults
 
 __all__ = [
     "ClusterOps",
@@ -68,6 +69,7 @@ class ClusterOps(Protocol):
     """What the controls need of the cluster."""
 
     metadata: ClusterMetadata
+    faults: Faults
 
     def served_apis(self, node_id: int) -> ServedApis: ...
 
@@ -359,6 +361,9 @@ class Control:
         #: Broker -> its (preset, caps, floors) before the first `set_versions`, for `reset`.
         self._original_caps: dict[int, tuple[str | None, dict[int, int], dict[int, int]]] = {}
         self._stopped: set[int] = set()
+        #: The in-process network, disk and clock faults (`Faults`): cut brokers off,
+        #: slow them, skew their clocks, heal.
+        self.faults = ops.faults
 
     # -- rules ------------------------------------------------------------------------
 
@@ -419,6 +424,16 @@ class Control:
 
     def dispatch(self, handler: ApiHandler, ctx: RequestContext, request: Message | None) -> None:
         """What the server calls instead of `api.dispatch`."""
+        delay_ms = self.faults.client_delay_ms(ctx.broker.node_id, ctx.api_key)
+        if delay_ms is None:  # the broker is cut off from clients: the request is lost
+            ctx.responder.send_nothing()
+        elif delay_ms:
+            loop = asyncio.get_running_loop()
+            loop.call_later(delay_ms / 1000, self._dispatch, handler, ctx, request)
+        else:
+            self._dispatch(handler, ctx, request)
+
+    def _dispatch(self, handler: ApiHandler, ctx: RequestContext, request: Message | None) -> None:
         rule = None
         if self.rules or self._held:  # with neither, requests go straight through
             seen = self._seen(ctx, request)
@@ -652,9 +667,10 @@ class Control:
         self._stopped.discard(node_id)
 
     async def reset(self) -> None:
-        """Undo every control: rules (held requests go on), records, stopped brokers,
-        version caps. Moved leaders and coordinators stay where they are."""
+        """Undo every control: rules (held requests go on), records, faults, stopped
+        brokers, version caps. Moved leaders and coordinators stay where they are."""
         self.clear()
+        self.faults.heal()
         self.records.clear()
         self.recording = False
         for node_id, (preset, caps, floors) in self._original_caps.items():

@@ -47,6 +47,7 @@ from .reassignment import ReassignmentManager
 __all__ = ["MAX_PARTITIONS_PER_REQUEST", "ClusterMetadata", "validate_topic_name"]
 
 MIN_ISR = "min.insync.replicas"
+UNCLEAN = "unclean.leader.election.enable"
 #: Kafka's controller refuses a CreateTopics or CreatePartitions request that would make
 #: more partitions than this in all, before making any (one request must not exhaust memory).
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -122,6 +123,9 @@ class ClusterMetadata:
         #: How many changes the image has had since the process started: the offset of the
         #: metadata log kafkagen does not keep (DescribeQuorum reports it).
         self.change_count = 0
+        #: Whether a broker's requests reach the controller (the control API's faults
+        #: cut them off).
+        self.reaches_controller: Callable[[int], bool] = lambda node_id: True
 
     # -- brokers ----------------------------------------------------------------------
 
@@ -287,10 +291,17 @@ class ClusterMetadata:
         info.partition_epoch += 1
         self._publish([info])
 
-    def set_isr(self, topic: str, index: int, isr: list[int]) -> None:
-        """A leader shrinks or expands its ISR (Kafka's AlterPartition)."""
+    def set_isr(self, topic: str, index: int, isr: list[int], leader: int | None = None) -> None:
+        """A leader shrinks or expands its ISR (Kafka's AlterPartition). A ``leader`` that
+        cannot reach the controller changes nothing, and a fenced broker does not join."""
         info = self.partition(topic, index)
-        if info is None or sorted(info.isr) == sorted(isr):
+        if info is None:
+            return
+        if leader is not None:
+            if not self.reaches_controller(leader):
+                return
+            isr = [r for r in isr if r in info.isr or self.brokers[r].alive]
+        if sorted(info.isr) == sorted(isr):
             return
         old_isr = info.isr
         info.isr = [r for r in info.replicas if r in isr]
@@ -301,9 +312,10 @@ class ClusterMetadata:
         """A broker stopped (or was paused): move its leaderships, drop it from ISRs.
 
         A new leader comes from the ISR and gets a new leader epoch. When the broker was the
-        last in-sync replica the partition has no leader until an eligible one returns (no
-        unclean election): with eligible leader replicas on, the ISR empties and the broker
-        joins the ELR; without, it stays in the ISR.
+        last in-sync replica the partition has no leader until an eligible one returns:
+        with eligible leader replicas on, the ISR empties and the broker joins the ELR;
+        without, it stays in the ISR. Unless the topic allows an unclean election
+        (``unclean.leader.election.enable``): then the first alive replica leads.
         """
         broker = self.brokers.get(node_id)
         if broker is None or not broker.alive:
@@ -323,15 +335,19 @@ class ClusterMetadata:
                 if others or elr:
                     old_isr, p.isr = p.isr, others
                     self._track_elr(p, old_isr)
+                if p.leader == -1:
+                    self._elect_unclean(p, [r for r in p.replicas if r in alive])
                 changed.append(p)
         for p in changed:
             p.partition_epoch += 1
         self._publish(changed)
 
     def broker_up(self, node_id: int) -> None:
-        """A broker is back: it leads what it was the last in-sync replica of."""
+        """A broker is back: it leads what it was the last in-sync (or eligible) replica
+        of, or any leaderless partition of a topic that allows an unclean election. One
+        that cannot reach the controller stays fenced."""
         broker = self.brokers.get(node_id)
-        if broker is None or broker.alive:
+        if broker is None or broker.alive or not self.reaches_controller(node_id):
             return
         broker.alive = True
         changed = []
@@ -344,6 +360,8 @@ class ClusterMetadata:
                     p.leader_epoch += 1
                 elif p.leader == -1 and not p.isr and node_id in p.elr:
                     self._elect_from_elr(p, node_id)
+                elif p.leader == -1:
+                    self._elect_unclean(p, [node_id])
                 # Followers catch up first; the leader adds them to the ISR then.
                 changed.append(p)
         for p in changed:
@@ -433,6 +451,18 @@ class ClusterMetadata:
         p.leader_epoch += 1
         p.elr = [r for r in p.elr if r != node_id]
         self._track_elr(p, old_isr)
+
+    def _elect_unclean(self, p: PartitionInfo, candidates: list[int]) -> None:
+        """Kafka's last resort when the topic allows it: a replica outside the ISR and ELR
+        leads, alone in the ISR, and what only the lost replicas had is lost."""
+        if not candidates or not self.configs.topic_value(p.topic, UNCLEAN):
+            return
+        logging.getLogger("kafkagen.broker").warning(
+            "%s-%d: unclean election of broker %d", p.topic, p.index, candidates[0]
+        )
+        p.leader, p.isr = candidates[0], [candidates[0]]
+        p.leader_epoch += 1
+        p.elr, p.last_known_elr = [], []
 
     def allocate_producer_id(self) -> int:
         pid = self._next_producer_id

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkagen.runtime.errors import (
@@ -104,6 +105,8 @@ class Partition:
         self.isr: list[int] = []
         self.high_watermark = 0
         self.followers: dict[int, FollowerState] = {}
+        #: The topic's min.insync.replicas (the replica manager sets it; it may change).
+        self.min_isr: Callable[[], int] = lambda: 1
 
     # -- roles ------------------------------------------------------------------------
 
@@ -309,8 +312,10 @@ class Partition:
     # -- high watermark ---------------------------------------------------------------
 
     def maybe_increment_hw(self) -> bool:
-        """Move the high watermark to the smallest log end in the ISR; True if it moved."""
-        if not self.is_leader:
+        """Move the high watermark to the smallest log end in the ISR; True if it moved.
+        As in Kafka 4.x, it stays while the ISR is below min.insync.replicas (at most the
+        replication factor)."""
+        if not self.is_leader or len(self.isr) < min(self.min_isr(), len(self.replicas)):
             return False
         hw = self.log.log_end_offset
         for r in self.isr:

@@ -11,7 +11,9 @@ A follower sends the epoch of its last batch; a leader whose log went another wa
 with the diverging epoch, and the follower truncates to where the logs agree.
 
 Throttled replicas outside the ISR are left out of a fetch while this broker's follower
-replication quota is used up (`replication_quota`); the fetcher looks again shortly.
+replication quota is used up (`replication_quota`); the fetcher looks again shortly. A
+leader the follower cannot reach (the control API's network faults) is asked again
+shortly too, and an answer that comes back across a cut is lost.
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ class LeaderLookup(Protocol):
 
     def replica_manager_of(self, node_id: int) -> ReplicaManager | None:
         """The replica manager of broker ``node_id``, None unless that broker is serving."""
+        ...
+
+    def peer_delay(self, follower: int, leader: int) -> float | None:
+        """Seconds a fetch between the two brokers takes on top of its wait, or None when
+        they cannot reach each other."""
         ...
 
 
@@ -90,7 +97,7 @@ class ReplicaFetcher:
             if leader_id in self._inflight:
                 continue
             leader = self._leaders.replica_manager_of(leader_id)
-            if leader is None:
+            if leader is None or self._leaders.peer_delay(self.node_id, leader_id) is None:
                 held_back = True
                 continue
             self._fetch(leader_id, leader, tps)
@@ -128,12 +135,22 @@ class ReplicaFetcher:
         self._inflight.add(leader_id)
 
         def done(results: list[tuple[TopicPartition, FetchResult]]) -> None:
+            # The answer is read and sent now: slow disks and networks hold it back.
+            delay = self._leaders.peer_delay(self.node_id, leader_id)
+            if delay and self._loop is not None:
+                self._loop.call_later(delay, arrived, results)
+            else:
+                arrived(results)
+
+        def arrived(results: list[tuple[TopicPartition, FetchResult]]) -> None:
             self._inflight.discard(leader_id)
-            if self._running:
+            if not self._running:
+                return
+            if self._leaders.peer_delay(self.node_id, leader_id) is not None:
                 self._apply(leader_id, results)
-                # Not from inside the callback: the leader may answer synchronously.
-                if self._loop is not None:
-                    self._loop.call_soon(self.kick)
+            # Not from inside the callback: the leader may answer synchronously.
+            if self._loop is not None:
+                self._loop.call_soon(self.kick)
 
         leader.fetch_messages(params, infos, done)
 

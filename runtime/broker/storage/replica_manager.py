@@ -316,6 +316,7 @@ class ReplicaManager:
                 assert topic is not None
                 partition = self.partitions[tp] = Partition(tp, topic.topic_id, self.broker_id)
                 partition.log.roll_limits = self._roll_limits(tp.topic)
+                partition.min_isr = self._min_isr(tp.topic)
                 if self.storage is not None:
                     self.storage.open(partition, self.now())
             was_leader = partition.is_leader
@@ -325,6 +326,9 @@ class ReplicaManager:
                     listener(partition, partition.is_leader)
             # Waiting requests may now have an answer (e.g. NOT_LEADER_OR_FOLLOWER).
             self._on_progress(tp)
+
+    def _min_isr(self, topic: str) -> Callable[[], int]:
+        return lambda: self.configs.topic_config(topic).min_insync_replicas
 
     def _roll_limits(self, topic: str) -> Callable[[], tuple[int, int]]:
         def limits() -> tuple[int, int]:
@@ -522,9 +526,11 @@ class ReplicaManager:
                 continue
             moved = partition.update_follower(replica_id, info.fetch_offset, clock_ms)
             if partition.can_join_isr(replica_id):
-                # Caught up: back in the ISR (publishing runs _on_progress for the partition).
-                self.metadata.set_isr(tp.topic, tp.partition, [*partition.isr, replica_id])
-            elif moved:
+                # Caught up: back in the ISR, unless the controller cannot be reached.
+                self.metadata.set_isr(
+                    tp.topic, tp.partition, [*partition.isr, replica_id], self.broker_id
+                )
+            if moved:
                 self._on_progress(tp)
 
     def check_isr(self) -> int:
@@ -539,7 +545,7 @@ class ReplicaManager:
             if lagging:
                 dropped += len(lagging)
                 isr = [r for r in partition.isr if r not in lagging]
-                self.metadata.set_isr(tp.topic, tp.partition, isr)
+                self.metadata.set_isr(tp.topic, tp.partition, isr, self.broker_id)
         return dropped
 
     def leader_throttled(self, partition: Partition, replica_id: int) -> bool:

@@ -1,0 +1,225 @@
+"""In-process faults (the control API's `Faults`) with real clients over real sockets:
+a cut-off leader is fenced and acknowledges nothing it could lose, a cut-off follower
+leaves the ISR and comes back after the heal, a slow disk or network delays answers,
+a skewed clock moves LogAppendTime."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from broker_helpers import WireClient, req
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.topic_partition import TopicPartition as KafkagenPartition
+
+pytestmark = pytest.mark.slow
+
+LAG_MS, SESSION_MS = 1000, 4000
+API_VERSIONS = 18
+HELLO = req(API_VERSIONS, client_software_name="t", client_software_version="1")
+
+
+@pytest.fixture
+def bg() -> Iterator[BackgroundCluster]:
+    configs = {
+        "replica.lag.time.max.ms": str(LAG_MS),
+        "broker.session.timeout.ms": str(SESSION_MS),
+        "min.insync.replicas": "2",
+    }
+    with BackgroundCluster(brokers=3, configs=configs) as c:
+        c.call(lambda: c.cluster.metadata.create_topic("f", assignments={0: [0, 1, 2]}))
+        yield c
+
+
+def state(bg: BackgroundCluster) -> tuple[int, list[int]]:
+    """The partition's leader and ISR in the controller's image."""
+
+    def read() -> tuple[int, list[int]]:
+        p = bg.cluster.metadata.partition("f", 0)
+        return p.leader, list(p.isr)
+
+    return bg.call(read)
+
+
+def wait_for(cond: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"waited {timeout} s for {what}")
+        time.sleep(0.05)
+
+
+def produce(bg: BackgroundCluster, values: list[str], timeout_ms: int) -> dict[str, Any]:
+    """Send with acks=all; each value -> its delivery error (None: acknowledged)."""
+    p = Producer(
+        {
+            "bootstrap.servers": bg.bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "message.timeout.ms": timeout_ms,
+        }
+    )
+    out: dict[str, Any] = {}
+    for v in values:
+        p.produce("f", v.encode(), partition=0, on_delivery=lambda e, m: out.update(
+            {m.value().decode(): e}))  # fmt: skip
+    p.flush(timeout_ms / 1000 + 10)
+    return out
+
+
+def read_all(bg: BackgroundCluster) -> list[str]:
+    c = Consumer(
+        {"bootstrap.servers": bg.bootstrap, "group.id": "check", "enable.auto.commit": False}
+    )
+    c.assign([TopicPartition("f", 0, 0)])
+    got: list[str] = []
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        m = c.poll(0.5)
+        if m is None and got:
+            break
+        if m is not None and m.error() is None:
+            got.append(m.value().decode())
+    c.close()
+    return got
+
+
+def log_end(bg: BackgroundCluster, broker: int) -> int:
+    rm = bg.cluster.brokers[broker].replica_manager
+    return bg.call(lambda: rm.partitions[KafkagenPartition("f", 0)].log.log_end_offset)
+
+
+def test_a_cut_off_leader_acknowledges_nothing_is_fenced_and_rejoins(
+    bg: BackgroundCluster,
+) -> None:
+    before = produce(bg, [f"a{i}" for i in range(20)], 10_000)
+    assert set(before.values()) == {None}
+    assert state(bg) == (0, [0, 1, 2])
+    faults = bg.cluster.faults
+    bg.call(lambda: faults.cut([0]))
+    # Nothing reaches the followers, and the leader cannot shrink the ISR without the
+    # controller: acks=all cannot complete, so a send that gives up first fails.
+    lost = produce(bg, ["lonely"], 2500)
+    assert lost["lonely"] is not None
+    assert state(bg) == (0, [0, 1, 2])
+    assert log_end(bg, 0) > 20 and log_end(bg, 1) == 20  # written, not replicated
+    # After broker.session.timeout.ms the controller fences it; the others lead.
+    wait_for(lambda: bg.call(lambda: faults.fenced == {0}), "the fencing")
+    leader, isr = state(bg)
+    assert leader == 1 and isr == [1, 2]
+    during = produce(bg, [f"b{i}" for i in range(20)], 20_000)
+    assert set(during.values()) == {None}
+    bg.call(faults.heal)
+    # Back: it truncates what it alone had, catches up, and the ISR expands.
+    wait_for(lambda: state(bg)[1] == [0, 1, 2], "the ISR to expand")
+    wait_for(lambda: log_end(bg, 0) == log_end(bg, 1) == 40, "broker 0 to catch up")
+    got = read_all(bg)
+    assert sorted(got) == sorted([*before, *during])  # every acknowledged write, once
+
+
+def test_a_partition_shrinks_the_isr_of_the_majority_and_fences_the_minority(
+    bg: BackgroundCluster,
+) -> None:
+    faults = bg.cluster.faults
+    bg.call(lambda: faults.cut([2]))
+    assert bg.call(faults.to_json)["controller_side"] == [0, 1]
+    # The leader reaches the controller: the follower it cannot hear leaves the ISR after
+    # replica.lag.time.max.ms, and acks=all goes on with min.insync.replicas=2.
+    wait_for(lambda: state(bg) == (0, [0, 1]), "the ISR to shrink", timeout=SESSION_MS / 1000)
+    acked = produce(bg, [f"c{i}" for i in range(10)], 10_000)
+    assert set(acked.values()) == {None}
+    wait_for(lambda: bg.call(lambda: faults.fenced == {2}), "the fencing")
+    bg.call(faults.heal)
+    wait_for(lambda: state(bg)[1] == [0, 1, 2], "the ISR to expand")
+    # The leader's followers on their own side hold the majority: the leader is fenced.
+    bg.call(lambda: faults.cut([1, 2]))
+    assert bg.call(faults.to_json)["controller_side"] == [1, 2]
+    wait_for(lambda: bg.call(lambda: faults.fenced == {0}), "the leader's fencing")
+    assert state(bg) == (1, [1, 2])
+    bg.call(faults.heal)
+    wait_for(lambda: state(bg)[1] == [0, 1, 2], "the ISR to expand again")
+    assert sorted(read_all(bg)) == sorted(acked)
+
+
+def test_a_broker_cut_off_from_clients_answers_nothing_until_healed(
+    bg: BackgroundCluster,
+) -> None:
+    faults = bg.cluster.faults
+    bg.call(lambda: faults.cut([1], clients=False))
+    b1 = bg.cluster.brokers[1].info
+    with WireClient(f"{b1.host}:{b1.port}", timeout=1.0) as w:
+        w.send(API_VERSIONS, 3, HELLO)
+        with pytest.raises(TimeoutError):
+            w.read_frame()
+    bg.call(faults.heal)
+    with WireClient(f"{b1.host}:{b1.port}") as w:
+        assert w.call(API_VERSIONS, 3, HELLO).error_code == 0
+
+
+def test_a_slow_disk_delays_acks_and_a_slow_network_every_answer(
+    bg: BackgroundCluster,
+) -> None:
+    faults = bg.cluster.faults
+    p = Producer({"bootstrap.servers": bg.bootstrap, "acks": "all", "linger.ms": 0})
+
+    def timed_send() -> float:
+        done: list[Any] = []
+        start = time.monotonic()
+        p.produce("f", b"x", partition=0, on_delivery=lambda e, m: done.append(e))
+        p.flush(10)
+        assert done == [None]
+        return time.monotonic() - start
+
+    quick = min(timed_send() for _ in range(3))
+    bg.call(lambda: faults.slow_disk(0, 400))
+    # The leader's append, then its followers' reads from it, wait 400 ms each.
+    slow = timed_send()
+    assert slow >= quick + 0.7, (quick, slow)
+    bg.call(faults.heal)
+    bg.call(lambda: faults.slow_network(0, 300))
+    b0 = bg.cluster.brokers[0].info
+    with WireClient(f"{b0.host}:{b0.port}") as w:
+        start = time.monotonic()
+        w.call(API_VERSIONS, 3, HELLO)
+        assert time.monotonic() - start >= 0.3
+
+
+def test_a_skewed_clock_stamps_log_append_time(bg: BackgroundCluster) -> None:
+    bg.call(
+        lambda: bg.cluster.metadata.create_topic(
+            "stamped", assignments={0: [2]}, configs={"message.timestamp.type": "LogAppendTime"}
+        )
+    )
+    faults = bg.cluster.faults
+    bg.call(lambda: faults.skew_clock(2, 3_600_000))
+    # One replica, under the cluster's min.insync.replicas=2: acks=1.
+    p = Producer({"bootstrap.servers": bg.bootstrap, "acks": 1})
+    stamps: list[int] = []
+    p.produce("stamped", b"t", on_delivery=lambda e, m: stamps.append(m.timestamp()[1]))
+    p.flush(20)
+    now_ms = time.time() * 1000
+    assert len(stamps) == 1 and abs(stamps[0] - (now_ms + 3_600_000)) < 10_000
+
+
+def test_without_a_majority_side_nobody_is_fenced(bg: BackgroundCluster) -> None:
+    faults = bg.cluster.faults
+    bg.call(lambda: faults.cut([0]))
+    bg.call(lambda: faults.cut([1]))  # three sides of one broker each: no quorum anywhere
+    assert bg.call(faults.to_json)["controller_side"] == []
+    time.sleep(SESSION_MS / 1000 + 1)
+    assert bg.call(lambda: faults.fenced) == set()
+    assert state(bg) == (0, [0, 1, 2])  # and no ISR change went through
+
+
+def test_a_broker_started_while_cut_off_registers_at_the_heal(bg: BackgroundCluster) -> None:
+    cluster, faults = bg.cluster, bg.cluster.faults
+    bg.run(cluster.pause_broker(2))
+    bg.call(lambda: faults.cut([2]))
+    bg.run(cluster.resume_broker(2))  # it serves, but the controller cannot hear it
+    assert bg.call(lambda: cluster.metadata.brokers[2].alive) is False
+    bg.call(faults.heal)
+    assert bg.call(lambda: cluster.metadata.brokers[2].alive) is True
+    wait_for(lambda: state(bg)[1] == [0, 1, 2], "the ISR to expand")
