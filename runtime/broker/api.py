@@ -21,7 +21,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -31,6 +31,7 @@ from kafkagen import generated as builtin_codecs
 from kafkagen.generated import APIS
 from kafkagen.runtime.errors import UnknownServerError
 from kafkagen.runtime.message import Message, convert
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .config.definitions import API_VERSION_MAX, parse_version_caps
 from .config.store import ConfigStore
@@ -41,7 +42,8 @@ from .security.authorizer import Authorizer
 from .security.listeners import Session
 from .security.sasl import Credentials
 from .storage.replica_manager import ReplicaManager
-from .transaction.transaction_coordinator import TransactionCoordinator
+from .telemetry.client_telemetry import ClientTelemetry
+from .transaction.transaction_coordinator import Marker, MarkersCallback, TransactionCoordinator
 from .types import BrokerInfo
 
 __all__ = [
@@ -56,6 +58,8 @@ __all__ = [
     "RequestContext",
     "Responder",
     "ServedApis",
+    "TELEMETRY_APIS",
+    "TELEMETRY_CONFIG",
     "combine_caps",
     "declare",
     "describe_gaps",
@@ -81,6 +85,23 @@ class Peers(Protocol):
         """The transaction coordinator of broker ``node_id``, None unless it is serving."""
         ...
 
+    def write_txn_markers(
+        self,
+        node_id: int,
+        markers: Mapping[TopicPartition, Marker],
+        timeout_ms: int,
+        callback: MarkersCallback,
+    ) -> bool:
+        """Broker ``node_id``'s own marker writing, the transaction coordinators' path;
+        False (and no callback) unless it is serving."""
+        ...
+
+
+#: GetTelemetrySubscriptions and PushTelemetry: Kafka advertises them only with a telemetry
+#: reporter configured; kafkagen with its own receiver, when this config is true.
+TELEMETRY_CONFIG = "kafkagen.client.telemetry.enable"
+TELEMETRY_APIS = frozenset({71, 72})
+
 
 class ServedApis:
     """The API versions one broker serves: the registry, without the unstable versions
@@ -91,6 +112,8 @@ class ServedApis:
         #: The handlers and the generated package this broker serves with.
         self.registry = registry
         self.unstable = configs.broker_bool("unstable.api.versions.enable")
+        #: Whether the client telemetry APIs are served (Kafka: with a telemetry reporter).
+        self.telemetry = configs.broker_bool(TELEMETRY_CONFIG)
         raw_caps = configs.broker_raw(API_VERSION_MAX, node_id)[0]
         #: The Kafka release played (None: this broker's own ranges).
         self.preset: str | None = configs.broker_raw(PRESET_CONFIG, node_id)[0] or None
@@ -114,6 +137,11 @@ class ServedApis:
         """The lowest version of ``handler`` this broker serves."""
         return max(handler.min_version, self.version_floors.get(handler.api_key, 0))
 
+    def offered(self, api_key: int) -> bool:
+        """Whether ApiVersions lists ``api_key``: not the client telemetry APIs while
+        telemetry is off. Kafka still answers them then (its receiver keeps nothing)."""
+        return self.telemetry or api_key not in TELEMETRY_APIS
+
     def max_version(self, handler: ApiHandler) -> int:
         """The highest version of ``handler`` this broker serves (below its lowest: none)."""
         top = handler.max_for(self.unstable)
@@ -124,6 +152,8 @@ class ServedApis:
         """API key -> (min, max) served, as ApiVersions advertises it."""
         out = {}
         for key, handler in sorted(self.registry.handlers.items()):
+            if not self.offered(key):
+                continue
             low, top = self.min_version(handler), self.max_version(handler)
             if top >= low:
                 out[key] = (low, top)
@@ -135,12 +165,14 @@ class ServedApis:
         if self.preset is None:
             return {}
         handlers = self.registry.handlers.items()
-        served = {k: (h.min_version, h.max_for(self.unstable)) for k, h in handlers}
+        served = {
+            k: (h.min_version, h.max_for(self.unstable)) for k, h in handlers if self.offered(k)
+        }
         return preset_gaps(self.preset, served)
 
 
 def describe_gaps(gaps: dict[int, list[tuple[int, int]]]) -> str:
-    """``"WriteTxnMarkers (27) v0-1, ..."``: what `ServedApis.unadvertised` found."""
+    """``"LeaderAndIsr (4) v0-7, ..."``: what `ServedApis.unadvertised` found."""
     return ", ".join(
         f"{APIS[k][1].removesuffix('Request')} ({k}) "
         + " ".join(f"v{lo}" if lo == hi else f"v{lo}-{hi}" for lo, hi in ranges)
@@ -172,6 +204,8 @@ class BrokerServices:
     authorizer: Authorizer
     #: PLAIN users and SCRAM credentials, shared by the cluster's brokers.
     credentials: Credentials
+    #: Client metrics subscriptions and the pushes received (KIP-714).
+    telemetry: ClientTelemetry
 
 
 @dataclass(slots=True)
@@ -187,6 +221,8 @@ class RequestContext:
     responder: Responder
     #: Who sent it (principal) and the connection's SASL state.
     session: Session = dataclasses.field(default_factory=lambda: Session(None))
+    #: The client's port (-1: not known).
+    client_port: int = -1
 
     @property
     def principal(self) -> str:

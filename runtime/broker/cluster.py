@@ -27,7 +27,7 @@ from kafkagen.runtime.handlers import declare_handlers
 from kafkagen.runtime.timer import AsyncioTimer, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .api import BrokerServices, Registry, ServedApis, describe_gaps, dispatch
+from .api import TELEMETRY_CONFIG, BrokerServices, Registry, ServedApis, describe_gaps, dispatch
 from .config.store import ConfigStore
 from .control.interceptor import Control
 from .group.group_coordinator import GroupCoordinator
@@ -39,6 +39,7 @@ from .server import BrokerServer
 from .storage.log_store import ClusterStorage
 from .storage.replica_fetcher import ReplicaFetcher
 from .storage.replica_manager import ProduceResult, ReplicaManager
+from .telemetry.client_telemetry import ClientTelemetry
 from .transaction.transaction_coordinator import Marker, MarkersCallback, TransactionCoordinator
 from .types import OFFSETS_TOPIC, BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
@@ -108,6 +109,11 @@ class Broker(MetadataListener):
             cluster,
             cluster.authorizer,
             cluster.credentials,
+            ClientTelemetry(
+                md,
+                self.configs.broker_int("telemetry.max.bytes", node_id),
+                keep=self.configs.broker_bool(TELEMETRY_CONFIG, node_id),
+            ),
         )
         gaps = self.services.apis.unadvertised()
         if gaps:
@@ -337,10 +343,16 @@ class Cluster:
         ]
 
     def served_apis(self, node_id: int) -> ServedApis:
+        return self._known(node_id).services.apis
+
+    def telemetry_of(self, node_id: int) -> ClientTelemetry:
+        return self._known(node_id).services.telemetry
+
+    def _known(self, node_id: int) -> Broker:
         b = self.broker(node_id)
         if b is None:
             raise ValueError(f"there is no broker {node_id}")
-        return b.services.apis
+        return b
 
     def _serving(self, node_id: int) -> Broker | None:
         b = self.broker(node_id)
