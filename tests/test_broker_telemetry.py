@@ -179,8 +179,10 @@ def test_librdkafka_pushes_the_subscribed_metrics_at_the_interval_until_unsubscr
 
     configs = [f"{k}={v}" for k, v in ON.items() if k != "telemetry.max.bytes"]
     with BrokerProcess(*configs, control=True) as b, WireClient(b.bootstrap) as w:
-        subscribe(w, "producers", metrics="org.apache.kafka.producer.", interval_ms="1000",
-                  match="client_id=telemetry-.*,client_software_name=confluent-kafka-python")  # fmt: skip
+        match = "client_id=telemetry-.*,client_software_name=confluent-kafka-python"
+        subscribe(
+            w, "producers", metrics="org.apache.kafka.producer.", interval_ms="1000", match=match
+        )
         p = Producer({"bootstrap.servers": b.bootstrap, "client.id": "telemetry-test"})
         try:
             deadline = time.monotonic() + 30

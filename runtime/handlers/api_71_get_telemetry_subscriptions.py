@@ -1,9 +1,10 @@
 """GetTelemetrySubscriptions (key 71): the metrics a client instance is asked to push.
 
 Advertised when ``kafkagen.client.telemetry.enable`` is true (Kafka: with a telemetry
-reporter configured), and answered either way, as Kafka does. A client sending the zero uuid is given an instance id; the answer carries
-the subscription `kafkagen.runtime.broker.telemetry.client_telemetry` computes for it from
-the client metrics resources it matches, the codecs a push may use, the push interval,
+reporter configured), and answered either way, as Kafka does. A client sending the zero
+uuid is given an instance id; the answer carries the subscription
+`kafkagen.runtime.broker.telemetry.client_telemetry` computes for it from the client
+metrics resources it matches, the codecs a push may use, the push interval,
 ``telemetry.max.bytes`` and delta temporality. Asking again within the interval answers
 THROTTLING_QUOTA_EXCEEDED.
 """
