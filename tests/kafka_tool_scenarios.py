@@ -814,13 +814,18 @@ def txns(s: Side, *args: str) -> Output:
 
 def open_transaction(s: Side, suffix: str, commit_it: bool) -> tuple[str, str]:
     """A topic and a transactional producer that wrote 3 records to it, committed or left
-    open (the producer is kept alive by the returned id only as long as the broker waits)."""
+    open (the producer is kept alive by the returned id only as long as the broker waits:
+    ten minutes, which the slowest tool runs on a loaded machine stay well within)."""
     from confluent_kafka import Producer
 
     t = topic(s, f"{suffix}-t")
     tid = s.name(suffix)
     p = Producer(
-        {"bootstrap.servers": s.bootstrap, "transactional.id": tid, "transaction.timeout.ms": 60000}
+        {
+            "bootstrap.servers": s.bootstrap,
+            "transactional.id": tid,
+            "transaction.timeout.ms": 600000,
+        }
     )
     p.init_transactions(30)
     p.begin_transaction()

@@ -8,6 +8,7 @@ import gzip
 import json
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -207,3 +208,36 @@ def test_librdkafka_pushes_the_subscribed_metrics_at_the_interval_until_unsubscr
             assert len(pushes(b.control_url, "telemetry-test")) == settled
         finally:
             p.flush(5)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_kafkas_java_client_pushes_the_subscribed_metrics_at_the_interval(
+    tmp_path: Path,
+) -> None:
+    from kafka_tool_scenarios import topic
+    from kafka_tools import Side
+
+    configs = [f"{k}={v}" for k, v in ON.items() if k != "telemetry.max.bytes"]
+    with BrokerProcess(*configs, control=True) as b, WireClient(b.bootstrap) as w:
+        match = "client_id=java-perf,client_software_name=apache-kafka-java"
+        subscribe(
+            w, "java", metrics="org.apache.kafka.producer.", interval_ms="1000", match=match
+        )
+        side = Side(b.bootstrap, "tj", tmp_path)
+        t = topic(side, "perf", rf=1)
+        out = side.run(
+            "kafka-producer-perf-test",
+            *("--topic", t, "--num-records", "1000", "--record-size", "10"),
+            *("--throughput", "100", "--producer-props", "bootstrap.servers={bootstrap}"),
+            *("client.id=java-perf", "enable.metrics.push=true"),
+        )
+        assert out.exit == 0, out.describe()
+        seen = pushes(b.control_url, "java-perf")
+        # Ten seconds of producing at one push a second, from one client instance.
+        assert len(seen) >= 3, seen
+        assert len({s["client_instance_id"] for s in seen}) == 1
+        names = {n for s in seen for n in s["metrics"]}
+        assert names and all(n.startswith("org.apache.kafka.producer.") for n in names)
+        gaps = [b["time_ms"] - a["time_ms"] for a, b in zip(seen[1:], seen[2:], strict=False)]
+        assert all(400 <= g <= 2500 for g in gaps), gaps
