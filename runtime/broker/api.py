@@ -21,7 +21,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -31,7 +31,6 @@ from kafkagen import generated as builtin_codecs
 from kafkagen.generated import APIS
 from kafkagen.runtime.errors import UnknownServerError
 from kafkagen.runtime.message import Message, convert
-from kafkagen.runtime.topic_partition import TopicPartition
 
 from .config.definitions import API_VERSION_MAX, parse_version_caps
 from .config.store import ConfigStore
@@ -43,7 +42,7 @@ from .security.listeners import Session
 from .security.sasl import Credentials
 from .storage.replica_manager import ReplicaManager
 from .telemetry.client_telemetry import ClientTelemetry
-from .transaction.transaction_coordinator import Marker, MarkersCallback, TransactionCoordinator
+from .transaction.transaction_coordinator import MarkerWriter, TransactionCoordinator
 from .types import BrokerInfo
 
 __all__ = [
@@ -78,22 +77,12 @@ class Responder(Protocol):
     def close(self, reason: str) -> None: ...
 
 
-class Peers(Protocol):
-    """The other brokers, as far as a handler may reach them."""
+class Peers(MarkerWriter, Protocol):
+    """The other brokers, as far as a handler may reach them, and the marker writing of
+    each (WriteTxnMarkers takes the path its own transaction coordinator uses)."""
 
     def txn_coordinator_of(self, node_id: int) -> TransactionCoordinator | None:
         """The transaction coordinator of broker ``node_id``, None unless it is serving."""
-        ...
-
-    def write_txn_markers(
-        self,
-        node_id: int,
-        markers: Mapping[TopicPartition, Marker],
-        timeout_ms: int,
-        callback: MarkersCallback,
-    ) -> bool:
-        """Broker ``node_id``'s own marker writing, the transaction coordinators' path;
-        False (and no callback) unless it is serving."""
         ...
 
 
