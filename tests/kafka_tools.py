@@ -218,6 +218,10 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         _node_list,
     ),
     (
+        re.compile(r"\b(replica set is) ([\d,]+)"),
+        lambda m: f"{m.group(1)} <{len(m.group(2).split(','))} nodes>",
+    ),
+    (
         re.compile(
             r"\b(Leader|leader|Broker|broker|Coordinator \(ID\)|CoordinatorId|NodeId|LeaderId)"
             r": ?\d+\b"
