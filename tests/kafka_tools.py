@@ -98,6 +98,13 @@ class Side:
     def run(self, tool: str, *args: str, timeout: float | None = None) -> Output:
         """``tool`` (a script name from `MAIN_CLASSES`) with ``args``; ``{bootstrap}`` in
         an argument is this side's bootstrap."""
+        done = self.run_raw(tool, *args, timeout=timeout)
+        return self.output(done.returncode, done.stdout, done.stderr)
+
+    def run_raw(
+        self, tool: str, *args: str, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`run` without the normalisation: for the values a scenario reads back (ids)."""
         java = shutil.which("java") or "java"
         log4j = self.workdir / "log4j2.properties"
         if not log4j.exists():
@@ -111,10 +118,9 @@ class Side:
             MAIN_CLASSES[tool],
             *(a.replace("{bootstrap}", self.bootstrap) for a in args),
         ]
-        done = subprocess.run(
+        return subprocess.run(
             argv, capture_output=True, text=True, timeout=timeout or self.timeout, cwd=self.workdir
         )
-        return self.output(done.returncode, done.stdout, done.stderr)
 
     def file(self, name: str, text: str) -> str:
         """A file in this side's working folder (a reassignment plan, a topic list)."""
@@ -210,6 +216,10 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             r": ?([\d,]*)"
         ),
         _node_list,
+    ),
+    (
+        re.compile(r"\b(replica set is) ([\d,]+)"),
+        lambda m: f"{m.group(1)} <{len(m.group(2).split(','))} nodes>",
     ),
     (
         re.compile(

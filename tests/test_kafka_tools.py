@@ -51,6 +51,15 @@ def test_what_each_cluster_chooses_is_normalised() -> None:
     )
 
 
+def test_the_replica_set_a_verify_reports_is_counted_not_named() -> None:
+    line = (
+        "There is no active reassignment of partition kt1-a-0, but replica set is %s rather "
+        "than 0,1,2."
+    )
+    assert side().normalise(line % "0") == side().normalise(line % "2")
+    assert side().normalise(line % "0") != side().normalise(line % "0,1")
+
+
 def test_a_real_difference_stays() -> None:
     fewer = side().output(0, "\tTopic: kt1-a\tPartition: 0\tLeader: 0\tReplicas: 0,1\n", "")
     more = side().output(0, "\tTopic: kt1-a\tPartition: 0\tLeader: 0\tReplicas: 0,1,2\n", "")

@@ -19,6 +19,7 @@ import pytest
 from broker_helpers import BrokerProcess, WireClient, req
 from kafkagen.cli.control import ControlClient
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
+from kafkagen.runtime.broker.api import TELEMETRY_APIS
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.release_presets import preset_gaps, preset_names, preset_ranges
 from kafkagen.runtime.handlers import SERVED
@@ -39,10 +40,11 @@ def advertised(bootstrap: str) -> dict[int, tuple[int, int]]:
 
 
 def expected(release: str) -> dict[int, tuple[int, int]]:
-    """The release's range of every API kafkagen serves, within what kafkagen serves."""
+    """The release's range of every API kafkagen serves, within what kafkagen serves (the
+    client telemetry APIs only with telemetry on, as Kafka does)."""
     out = {}
     for key, (lo, hi) in preset_ranges(release).items():
-        if key in SERVED:
+        if key in SERVED and key not in TELEMETRY_APIS:
             _, low, high, _ = SERVED[key]
             if max(lo, low) <= min(hi, high):
                 out[key] = (max(lo, low), min(hi, high))
@@ -109,7 +111,7 @@ def test_preset_config_logs_what_it_cannot_advertise(caplog: pytest.LogCaptureFi
     gaps = preset_gaps("3.9", {k: (lo, hi) for k, (_, lo, hi, _) in SERVED.items()})
     for key in gaps:
         assert f"({key}) " in lines[0]
-    assert "WriteTxnMarkers (27) v0-1" in lines[0]
+    assert "LeaderAndIsr (4) v0-7" in lines[0]
 
 
 def test_control_cli_answer_names_the_unadvertised_apis() -> None:
@@ -125,7 +127,7 @@ def test_control_cli_answer_names_the_unadvertised_apis() -> None:
         assert answer["Produce"] == {"api_key": 0, "min": 0, "max": 9}
         assert answer["preset"]["release"] == "2.8"
         unadvertised = answer["preset"]["unadvertised"]
-        assert unadvertised["WriteTxnMarkers"] == {"api_key": 27, "versions": [[0, 1]]}
+        assert unadvertised["LeaderAndIsr"] == {"api_key": 4, "versions": [[0, 5]]}
         assert "Produce" not in unadvertised and "Fetch" not in unadvertised
         client = ControlClient(b.control_url)
         assert client.call("GET", "/versions/0") == answer
@@ -142,4 +144,5 @@ def test_unserved_report_lists_each_presets_gaps() -> None:
     assert "Produce (0)" not in lines["3.9"] and "DescribeClientQuotas" not in lines["3.9"]
     # Every version of what kafkagen implements reaches Kafka's; what is left it lacks.
     assert "Produce (0)" not in lines["4.4"] and "DescribeQuorum" not in lines["4.4"]
-    assert "PushTelemetry (72) v0" in lines["4.4"]
+    assert "UnregisterController (94) v0" in lines["4.4"]
+    assert "WriteTxnMarkers" not in lines["4.4"] and "PushTelemetry" not in lines["4.4"]

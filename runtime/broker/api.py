@@ -43,7 +43,8 @@ from .security.sasl import Credentials
 from .share.share_group import ShareGroupManager
 from .share.share_partition_manager import SharePartitionManager
 from .storage.replica_manager import ReplicaManager
-from .transaction.transaction_coordinator import TransactionCoordinator
+from .telemetry.client_telemetry import ClientTelemetry
+from .transaction.transaction_coordinator import MarkerWriter, TransactionCoordinator
 from .types import BrokerInfo
 
 __all__ = [
@@ -58,6 +59,8 @@ __all__ = [
     "RequestContext",
     "Responder",
     "ServedApis",
+    "TELEMETRY_APIS",
+    "TELEMETRY_CONFIG",
     "combine_caps",
     "declare",
     "describe_gaps",
@@ -76,12 +79,19 @@ class Responder(Protocol):
     def close(self, reason: str) -> None: ...
 
 
-class Peers(Protocol):
-    """The other brokers, as far as a handler may reach them."""
+class Peers(MarkerWriter, Protocol):
+    """The other brokers, as far as a handler may reach them, and the marker writing of
+    each (WriteTxnMarkers takes the path its own transaction coordinator uses)."""
 
     def txn_coordinator_of(self, node_id: int) -> TransactionCoordinator | None:
         """The transaction coordinator of broker ``node_id``, None unless it is serving."""
         ...
+
+
+#: GetTelemetrySubscriptions and PushTelemetry: Kafka advertises them only with a telemetry
+#: reporter configured; kafkagen with its own receiver, when this config is true.
+TELEMETRY_CONFIG = "kafkagen.client.telemetry.enable"
+TELEMETRY_APIS = frozenset({71, 72})
 
 
 class ServedApis:
@@ -93,6 +103,8 @@ class ServedApis:
         #: The handlers and the generated package this broker serves with.
         self.registry = registry
         self.unstable = configs.broker_bool("unstable.api.versions.enable")
+        #: Whether the client telemetry APIs are served (Kafka: with a telemetry reporter).
+        self.telemetry = configs.broker_bool(TELEMETRY_CONFIG)
         raw_caps = configs.broker_raw(API_VERSION_MAX, node_id)[0]
         #: The Kafka release played (None: this broker's own ranges).
         self.preset: str | None = configs.broker_raw(PRESET_CONFIG, node_id)[0] or None
@@ -116,6 +128,11 @@ class ServedApis:
         """The lowest version of ``handler`` this broker serves."""
         return max(handler.min_version, self.version_floors.get(handler.api_key, 0))
 
+    def offered(self, api_key: int) -> bool:
+        """Whether ApiVersions lists ``api_key``: not the client telemetry APIs while
+        telemetry is off. Kafka still answers them then (its receiver keeps nothing)."""
+        return self.telemetry or api_key not in TELEMETRY_APIS
+
     def max_version(self, handler: ApiHandler) -> int:
         """The highest version of ``handler`` this broker serves (below its lowest: none)."""
         top = handler.max_for(self.unstable)
@@ -126,6 +143,8 @@ class ServedApis:
         """API key -> (min, max) served, as ApiVersions advertises it."""
         out = {}
         for key, handler in sorted(self.registry.handlers.items()):
+            if not self.offered(key):
+                continue
             low, top = self.min_version(handler), self.max_version(handler)
             if top >= low:
                 out[key] = (low, top)
@@ -137,12 +156,14 @@ class ServedApis:
         if self.preset is None:
             return {}
         handlers = self.registry.handlers.items()
-        served = {k: (h.min_version, h.max_for(self.unstable)) for k, h in handlers}
+        served = {
+            k: (h.min_version, h.max_for(self.unstable)) for k, h in handlers if self.offered(k)
+        }
         return preset_gaps(self.preset, served)
 
 
 def describe_gaps(gaps: dict[int, list[tuple[int, int]]]) -> str:
-    """``"WriteTxnMarkers (27) v0-1, ..."``: what `ServedApis.unadvertised` found."""
+    """``"LeaderAndIsr (4) v0-7, ..."``: what `ServedApis.unadvertised` found."""
     return ", ".join(
         f"{APIS[k][1].removesuffix('Request')} ({k}) "
         + " ".join(f"v{lo}" if lo == hi else f"v{lo}-{hi}" for lo, hi in ranges)
@@ -177,6 +198,8 @@ class BrokerServices:
     #: Share groups this broker coordinates, and its share sessions and partitions.
     share_groups: ShareGroupManager
     share_partitions: SharePartitionManager
+    #: Client metrics subscriptions and the pushes received (KIP-714).
+    telemetry: ClientTelemetry
 
 
 @dataclass(slots=True)
@@ -192,6 +215,8 @@ class RequestContext:
     responder: Responder
     #: Who sent it (principal) and the connection's SASL state.
     session: Session = dataclasses.field(default_factory=lambda: Session(None))
+    #: The client's port (-1: not known).
+    client_port: int = -1
 
     @property
     def principal(self) -> str:

@@ -28,7 +28,7 @@ from kafkagen.runtime.handlers import declare_handlers
 from kafkagen.runtime.timer import AsyncioTimer, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .api import BrokerServices, Registry, ServedApis, describe_gaps, dispatch
+from .api import TELEMETRY_CONFIG, BrokerServices, Registry, ServedApis, describe_gaps, dispatch
 from .config.store import ConfigStore
 from .control.faults import Faults
 from .control.interceptor import Control
@@ -44,6 +44,7 @@ from .share.share_partition_manager import SharePartitionManager
 from .storage.log_store import ClusterStorage
 from .storage.replica_fetcher import ReplicaFetcher
 from .storage.replica_manager import ProduceResult, ReplicaManager
+from .telemetry.client_telemetry import ClientTelemetry
 from .transaction.transaction_coordinator import Marker, MarkersCallback, TransactionCoordinator
 from .types import OFFSETS_TOPIC, BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
@@ -118,6 +119,11 @@ class Broker(MetadataListener):
             cluster.credentials,
             share_groups=ShareGroupManager(node_id, self.configs, md, self.group_coordinator.log),
             share_partitions=share_partitions,
+            telemetry=ClientTelemetry(
+                md,
+                self.configs.broker_int("telemetry.max.bytes", node_id),
+                keep=self.configs.broker_bool(TELEMETRY_CONFIG, node_id),
+            ),
         )
         gaps = self.services.apis.unadvertised()
         if gaps:
@@ -354,10 +360,16 @@ class Cluster:
         ]
 
     def served_apis(self, node_id: int) -> ServedApis:
+        return self._known(node_id).services.apis
+
+    def telemetry_of(self, node_id: int) -> ClientTelemetry:
+        return self._known(node_id).services.telemetry
+
+    def _known(self, node_id: int) -> Broker:
         b = self.broker(node_id)
         if b is None:
             raise ValueError(f"there is no broker {node_id}")
-        return b.services.apis
+        return b
 
     def _serving(self, node_id: int) -> Broker | None:
         b = self.broker(node_id)

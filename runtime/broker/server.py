@@ -116,6 +116,7 @@ class ClientConnection:
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.client_host = f"/{peer[0]}" if peer else ""
+        self.client_port: int = peer[1] if peer else -1
         self.slots: collections.deque[_Slot] = collections.deque()
         self.closed = False
         self._room = asyncio.Event()
@@ -230,6 +231,7 @@ class ClientConnection:
             self.client_host,
             slot,
             self.session,
+            self.client_port,
         )
         try:
             self.server.dispatch(handler, ctx, request)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from kafkagen.runtime.broker.api import HANDLERS, ApiHandler, HandlerFn, declare
+from kafkagen.runtime.broker.api import HANDLERS, TELEMETRY_APIS, ApiHandler, HandlerFn, declare
 
 __all__ = ["SERVED", "declare_handlers", "load_handlers", "supported_versions"]
 
@@ -43,6 +43,7 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     24: ("api_24_add_partitions_to_txn", 0, 5, 5),
     25: ("api_25_add_offsets_to_txn", 0, 4, 4),
     26: ("api_26_end_txn", 0, 5, 5),
+    27: ("api_27_write_txn_markers", 0, 2, 2),
     28: ("api_28_txn_offset_commit", 0, 6, 6),
     29: ("api_29_describe_acls", 0, 3, 4),
     30: ("api_30_create_acls", 0, 3, 3),
@@ -75,6 +76,8 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     66: ("api_66_list_transactions", 0, 2, 3),
     68: ("api_68_consumer_group_heartbeat", 0, 1, 1),
     69: ("api_69_consumer_group_describe", 0, 1, 2),
+    71: ("api_71_get_telemetry_subscriptions", 0, 0, 0),
+    72: ("api_72_push_telemetry", 0, 0, 0),
     74: ("api_74_list_config_resources", 0, 1, 1),
     75: ("api_75_describe_topic_partitions", 0, 0, 0),
     76: ("api_76_share_group_heartbeat", 1, 1, 1),
@@ -104,7 +107,12 @@ def load_handlers() -> dict[int, ApiHandler]:
     return HANDLERS
 
 
-def supported_versions(unstable: bool) -> dict[int, tuple[int, int]]:
-    """API key -> (min, max) for every registered handler, as ApiVersions advertises it."""
+def supported_versions(unstable: bool, telemetry: bool = False) -> dict[int, tuple[int, int]]:
+    """API key -> (min, max) for every registered handler, as ApiVersions advertises it
+    (the client telemetry APIs only with ``kafkagen.client.telemetry.enable``)."""
     declare_handlers()
-    return {k: (h.min_version, h.max_for(unstable)) for k, h in sorted(HANDLERS.items())}
+    return {
+        k: (h.min_version, h.max_for(unstable))
+        for k, h in sorted(HANDLERS.items())
+        if telemetry or k not in TELEMETRY_APIS
+    }

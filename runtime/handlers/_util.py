@@ -27,6 +27,7 @@ from kafkagen.runtime.topic_partition import TopicPartition
 
 __all__ = [
     "Pager",
+    "client_selectors",
     "log_dir",
     "token_request_error",
     "pagination_limit",
@@ -61,6 +62,18 @@ def token_request_error(ctx: RequestContext) -> int:
     ):
         return DelegationTokenRequestNotAllowedError.code
     return DelegationTokenAuthDisabledError.code
+
+
+def client_selectors(ctx: RequestContext) -> dict[str, str | None]:
+    """What a client metrics ``match`` may select on, but the instance id (None: unknown)."""
+    software = ctx.session.client_software
+    return {
+        "client_id": ctx.client_id,
+        "client_software_name": software and software[0],
+        "client_software_version": software and software[1],
+        "client_source_address": ctx.client_host.removeprefix("/") or None,
+        "client_source_port": str(ctx.client_port) if ctx.client_port >= 0 else None,
+    }
 
 
 #: What a response says when the client did not ask for authorized operations.

@@ -64,6 +64,12 @@ def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
     ):
         ctx.respond(ApiVersionsResponse(error_code=InvalidRequestError.code))
         return
+    if ctx.api_version >= 3:
+        # Client metrics subscriptions may match on it (KIP-714).
+        ctx.session.client_software = (
+            request.client_software_name,
+            request.client_software_version,
+        )
     if ctx.api_version >= 5 and (
         (request.cluster_id is not None and request.cluster_id != ctx.broker.metadata.cluster_id)
         or (request.node_id >= 0 and request.node_id != ctx.broker.node_id)

@@ -159,6 +159,10 @@ class Normaliser:
                 return value
             name = self.topic_ids.get(value)
             return f"<id of {name}>" if name is not None else "<topic-id>"
+        if key == "clientInstanceId" and value != _ZERO_UUID:
+            return "<client instance>"  # a random id each broker hands out (KIP-714)
+        if key == "subscriptionId":
+            return "<subscription>"  # a hash over that random id
         if key == "producerId" and isinstance(value, int) and value >= 0:
             return self._producers.setdefault(value, f"<producer {len(self._producers) + 1}>")
         if key == "memberId":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from kafkagen.runtime.errors import InvalidConfigError, InvalidRequestError
 
@@ -18,7 +19,9 @@ from .definitions import ConfigDef, ConfigType
 
 __all__ = [
     "CLIENT_METRICS_CONFIGS",
+    "DEFAULT_INTERVAL_MS",
     "MATCH_SELECTORS",
+    "Subscription",
     "client_metrics_def",
     "validate_client_metrics",
 ]
@@ -36,12 +39,16 @@ MATCH_SELECTORS = (
     "client_source_port",
 )
 _MIN_INTERVAL_MS, _MAX_INTERVAL_MS = 100, 3_600_000
+#: A client no subscription matches asks again after this long (Kafka's interval default).
+DEFAULT_INTERVAL_MS = 300_000
 
 CLIENT_METRICS_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
     for d in (
         ConfigDef(METRICS, ConfigType.LIST, "", "Prefixes of the metric names to collect."),
-        ConfigDef(INTERVAL_MS, ConfigType.INT, "300000", "How often clients push, in ms."),
+        ConfigDef(
+            INTERVAL_MS, ConfigType.INT, str(DEFAULT_INTERVAL_MS), "How often clients push, in ms."
+        ),
         ConfigDef(MATCH, ConfigType.LIST, "", "selector=regex pairs a client must match."),
     )
 }
@@ -92,3 +99,31 @@ def parse_match(value: str) -> dict[str, re.Pattern[str]]:
         except re.error:
             raise InvalidRequestError(f"Illegal regex pattern: {pattern.strip()}") from None
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """One client metrics resource as clients see it: what to push, how often, and who."""
+
+    metrics: tuple[str, ...]
+    interval_ms: int
+    match: Mapping[str, re.Pattern[str]]
+
+    @classmethod
+    def of(cls, configs: Mapping[str, str]) -> Subscription:
+        """The subscription of a stored (so already validated) resource's configs."""
+        metrics = (m.strip() for m in configs.get(METRICS, "").split(","))
+        return cls(
+            tuple(m for m in metrics if m),
+            int(configs.get(INTERVAL_MS, DEFAULT_INTERVAL_MS)),
+            parse_match(configs.get(MATCH, "")),
+        )
+
+    def matches(self, client: Mapping[str, str | None]) -> bool:
+        """Whether every pattern matches the whole of the client's value for its selector
+        (a client without that value does not match); no pattern matches every client."""
+        for selector, pattern in self.match.items():
+            value = client.get(selector)
+            if value is None or pattern.fullmatch(value) is None:
+                return False
+        return True

@@ -336,7 +336,8 @@ _TABLE = json.loads(Path(__file__).with_name("catalogue.json").read_text("utf-8"
 TOPIC_CONFIGS: dict[str, ConfigDef] = _load("topic", _TABLE["topic"])
 
 #: kafkagen's own broker configs, beside Kafka's: the API version caps, the release preset,
-#: the authorizer's settings and the pagination bound. All read-only but the bound.
+#: client telemetry, the authorizer's settings and the pagination bound. All read-only but
+#: the bound.
 KAFKAGEN_CONFIGS = (
     ConfigDef(
         API_VERSION_MAX,
@@ -355,6 +356,14 @@ KAFKAGEN_CONFIGS = (
         "accept at most its versions of each API, and none of an API it did not have. "
         "kafkagen.api.version.max caps further.",
         validator=_check_preset,
+    ),
+    ConfigDef(
+        "kafkagen.client.telemetry.enable",
+        T.BOOLEAN,
+        "false",
+        "Client telemetry (KIP-714): advertise GetTelemetrySubscriptions and PushTelemetry "
+        "and keep what clients push (kafkagen's receiver, read through the control API), as "
+        "Kafka does with a telemetry reporter configured.",
     ),
     ConfigDef(
         "super.users",

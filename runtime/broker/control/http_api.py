@@ -15,6 +15,7 @@ GET    /brokers                       each broker: id, address, alive
 POST   /brokers/ID/stop, /start       take a broker away, bring it back
 POST   /leader                        {"topic", "partition", "broker"}
 POST   /coordinator                   {"group", "broker"}
+GET    /telemetry?broker=N            client telemetry pushes the brokers kept
 GET    /versions/ID                   what broker ID advertises
 PUT    /versions/ID                   {"preset": "2.8", "caps": {"Metadata": 9}}; {}: uncap
 GET    /faults                        the network, disk and clock faults in force
@@ -123,6 +124,7 @@ class ControlServer:
             ("POST", re.compile(r"/brokers/(\d+)/(stop|start)"), self._broker),
             ("POST", re.compile(r"/leader"), self._leader),
             ("POST", re.compile(r"/coordinator"), self._coordinator),
+            ("GET", re.compile(r"/telemetry"), self._get_telemetry),
             ("GET", re.compile(r"/versions/(\d+)"), self._get_versions),
             ("PUT", re.compile(r"/versions/(\d+)"), self._set_versions),
             ("GET", re.compile(r"/faults"), self._get_faults),
@@ -255,6 +257,14 @@ class ControlServer:
         b = _object(body, "group", "broker")
         self.control.move_coordinator(str(b["group"]), int(b["broker"]))
         return {"group": b["group"], "coordinator": b["broker"]}
+
+    async def _get_telemetry(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
+        broker = int(q["broker"]) if "broker" in q else None
+        return {
+            "pushes": [
+                {"broker": node, **push.to_json()} for node, push in self.control.telemetry(broker)
+            ]
+        }
 
     async def _get_versions(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
         return _versions_json(self.control, int(m.group(1)))

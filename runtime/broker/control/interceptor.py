@@ -46,6 +46,7 @@ from ..api import (
 from ..config.definitions import parse_version_caps
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..release_presets import preset_ranges
+from ..telemetry.client_telemetry import ClientTelemetry, TelemetryPush
 from ..types import OFFSETS_TOPIC, partition_for
 from .faults import Faults
 
@@ -72,6 +73,8 @@ class ClusterOps(Protocol):
     faults: Faults
 
     def served_apis(self, node_id: int) -> ServedApis: ...
+
+    def telemetry_of(self, node_id: int) -> ClientTelemetry: ...
 
     async def pause_broker(self, node_id: int) -> None: ...
 
@@ -654,6 +657,12 @@ class Control:
             for r in self.records
             if (key is None or r.api_key == key) and (broker is None or r.broker == broker)
         ]
+
+    def telemetry(self, broker: int | None = None) -> list[tuple[int, TelemetryPush]]:
+        """(broker, push) of the client telemetry pushes each broker (or one) kept, oldest
+        first per broker (``kafkagen.client.telemetry.enable``)."""
+        nodes = sorted(self._ops.metadata.brokers) if broker is None else [broker]
+        return [(n, push) for n in nodes for push in self._ops.telemetry_of(n).pushes]
 
     # -- broker controls --------------------------------------------------------------
 

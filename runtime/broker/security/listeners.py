@@ -199,6 +199,8 @@ class Session:
         sasl = listener is not None and listener.protocol.sasl
         self.state = SaslState.HANDSHAKE if sasl else SaslState.DONE
         self._mechanism: SaslMechanism | None = None
+        #: The client software's name and version, as its ApiVersions v3+ named them.
+        self.client_software: tuple[str, str] | None = None
 
     @property
     def authenticated(self) -> bool:
