@@ -13,7 +13,8 @@ from broker_helpers import BrokerProcess
 from kafkagen.chaos.campaign import SERVE_CONFIGS, Campaign, ControlFaults, ProcessFaults
 from kafkagen.chaos.checker import Report, check
 
-pytestmark = pytest.mark.slow
+# A campaign that stops moving fails here, not at the end of the whole run.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 SEED = 20261128
 

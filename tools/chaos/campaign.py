@@ -368,7 +368,7 @@ class Campaign:
         acked, delivered = _acknowledgements()
         try:
             while self._running():
-                before = _positions(c)
+                before = _positions(c, events.owned)
                 t0 = self._now()
                 msgs = [m for m in c.consume(self.batch, TICK) if m.error() is None]
                 before = events.settle(before)
@@ -415,7 +415,7 @@ class Campaign:
         polls = 0
         try:
             while self._running():
-                before = _positions(c)
+                before = _positions(c, events.owned)
                 t0 = self._now()
                 msgs = [m for m in c.consume(500, TICK) if m.error() is None]
                 before = events.settle(before)
@@ -468,7 +468,7 @@ class Campaign:
                     got = [m for m in c.consume(1000, TICK) if m.error() is None]
                     records += [[m.offset(), m.value().decode()] for m in got]
                     idle = 0 if got else idle + 1
-                    position = _positions(c).get((topic, part), position)
+                    position = _positions(c, {(topic, part)}).get((topic, part), position)
                 reads.append([topic, part, low, max(low, position), records])
         c.close()
         self._op(name, "ok", "final", {"isolation": isolation, "reads": reads})
@@ -599,10 +599,16 @@ def _acknowledgements() -> tuple[dict[str, int], Callable[[Any, Any], None]]:
     return acked, delivered
 
 
-def _positions(consumer: Any) -> dict[tuple[str, int], int]:
-    """The consumer's position per assigned partition, where it has one."""
+def _positions(consumer: Any, owned: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The consumer's position in each partition it owns, where it has one. What it owns
+    comes from its rebalance callbacks, not from ``assignment()``: confluent-kafka holds
+    the interpreter lock through that call while it waits on librdkafka's own thread, so
+    when that thread stalls every thread of the process stops (seen in a campaign against
+    Kafka after a SIGKILL)."""
+    from confluent_kafka import TopicPartition
+
     out = {}
-    for tp in consumer.position(consumer.assignment()):
+    for tp in consumer.position([TopicPartition(t, p) for t, p in owned]):
         if tp.offset >= 0:
             out[(tp.topic, tp.partition)] = tp.offset
     return out
