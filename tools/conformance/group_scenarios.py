@@ -286,9 +286,9 @@ async def list_groups(s: Session) -> None:
 
 @scenario("ListGroups", "state-filter", "only Empty groups (v4+)")
 async def list_groups_filter(s: Session) -> None:
-    g = s.name("g")
+    t, g = await s.create_topic(), s.name("g")
     node = await s.coordinator(g)
-    await s.setup(_commit(s, g, s.name("t")), node=node)
+    await s.setup(_commit(s, g, t), node=node)
     await s.call(ListGroupsRequest(states_filter=["Empty"]), node=node, keep=_mine(s.prefix))
 
 
