@@ -118,7 +118,7 @@ def commit_denials(
         return dict.fromkeys(every, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     readable = {name: ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name) for name, _ in order}
     md = ctx.broker.metadata
-    refused = {}
+    refused: dict[TopicPartition, int] = {}
     for tp in every:
         if not readable[tp.topic]:
             refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED

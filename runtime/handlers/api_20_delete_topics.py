@@ -38,8 +38,8 @@ def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> None:
     ids = Counter(topic_id for name, topic_id in wanted if name is None and topic_id != _ZERO)
     twice = {n for n, count in names.items() if count > 1}
     twice_ids = {i for i, count in ids.items() if count > 1}
-    for name in twice:
-        results.append(_duplicate(name, _ZERO, "Duplicate topic name."))
+    for repeated in twice:
+        results.append(_duplicate(repeated, _ZERO, "Duplicate topic name."))
     for topic_id in twice_ids:
         results.append(_duplicate(None, topic_id, "Duplicate topic id."))
     for name, topic_id in wanted:
