@@ -186,20 +186,21 @@ async def fetch_ordinary(s: Session) -> None:
     await s.call(fetch(t, s.topic_uuids[t]), node=node)
 
 
-@scenario("Fetch", "full-naming-a-session", "a full fetch (epoch -1) naming session 12345")
-async def fetch_full_naming_session(s: Session) -> None:
+async def _fetch_in_session(s: Session, session_id: int, epoch: int) -> None:
     t, node = await _topic_with(s)
     req = fetch(t, s.topic_uuids[t])
-    req.session_id = 12345
+    req.session_id, req.session_epoch = session_id, epoch
     await s.call(req, node=node)
+
+
+@scenario("Fetch", "full-naming-a-session", "a full fetch (epoch -1) naming session 12345")
+async def fetch_full_naming_session(s: Session) -> None:
+    await _fetch_in_session(s, 12345, -1)
 
 
 @scenario("Fetch", "incremental-without-session", "session 0 at epoch 1: no such session")
 async def fetch_incremental_no_session(s: Session) -> None:
-    t, node = await _topic_with(s)
-    req = fetch(t, s.topic_uuids[t])
-    req.session_epoch = 1
-    await s.call(req, node=node)
+    await _fetch_in_session(s, 0, 1)
 
 
 @scenario("Fetch", "middle-of-batch", "from offset 1: the whole batch holding it comes back")
