@@ -927,28 +927,42 @@ fail:
 
 /* ------------------------------------------------------------------ encoding */
 
+/* Bytes being written: first into a buffer on the caller's stack, then, when that is too
+ * small, into a bytes object that is grown in place and handed out without another copy. */
 typedef struct {
     unsigned char *p;
     Py_ssize_t len, cap;
-    int heap;
+    PyObject *grown; /* the bytes object p points into, once the stack buffer was outgrown */
 } Out;
 
+#define OUT_ON_STACK(buf) {(buf), 0, sizeof(buf), NULL}
+#define OUT_FIRST_GROWTH 16384 /* a produced batch or two: few messages outgrow it */
+
 static int out_grow(Out *o, Py_ssize_t need) {
-    Py_ssize_t cap = o->cap * 2;
+    Py_ssize_t cap = o->cap * 2 > OUT_FIRST_GROWTH ? o->cap * 2 : OUT_FIRST_GROWTH;
     while (cap < o->len + need) cap *= 2;
-    unsigned char *q;
-    if (o->heap) {
-        q = PyMem_Realloc(o->p, cap);
+    if (o->grown != NULL) {
+        if (_PyBytes_Resize(&o->grown, cap) < 0) return -1; /* it freed the object */
     } else {
-        q = PyMem_Malloc(cap);
-        if (q) memcpy(q, o->p, o->len);
+        o->grown = PyBytes_FromStringAndSize(NULL, cap);
+        if (o->grown == NULL) return -1;
+        memcpy(PyBytes_AS_STRING(o->grown), o->p, o->len);
     }
-    if (q == NULL) { PyErr_NoMemory(); return -1; }
-    o->p = q;
+    o->p = (unsigned char *)PyBytes_AS_STRING(o->grown);
     o->cap = cap;
-    o->heap = 1;
     return 0;
 }
+
+/* The bytes written, as a new bytes object; ``o`` is spent. */
+static PyObject *out_bytes(Out *o) {
+    if (o->grown == NULL) return PyBytes_FromStringAndSize((const char *)o->p, o->len);
+    PyObject *b = o->grown;
+    o->grown = NULL;
+    if (_PyBytes_Resize(&b, o->len) < 0) return NULL;
+    return b;
+}
+
+static void out_release(Out *o) { Py_CLEAR(o->grown); }
 
 #define RESERVE(o, n) \
     if ((o)->len + (n) > (o)->cap && out_grow((o), (n)) < 0) return -1
@@ -972,12 +986,35 @@ static inline int put_uvarint(Out *o, uint64_t v) {
 
 static inline int put_be(Out *o, uint64_t v, int size) {
     RESERVE(o, size);
-    for (int i = size - 1; i >= 0; i--) {
-        o->p[o->len + i] = (unsigned char)v;
-        v >>= 8;
+    unsigned char *at = o->p + o->len;
+    switch (size) { /* one store each: fixed-width fields are most of what is written */
+    case 1: *at = (unsigned char)v; break;
+    case 2: { uint16_t x = __builtin_bswap16((uint16_t)v); memcpy(at, &x, 2); break; }
+    case 4: { uint32_t x = __builtin_bswap32((uint32_t)v); memcpy(at, &x, 4); break; }
+    case 8: { uint64_t x = __builtin_bswap64(v); memcpy(at, &x, 8); break; }
+    default:
+        for (int i = size - 1; i >= 0; i--) {
+            at[i] = (unsigned char)v;
+            v >>= 8;
+        }
     }
     o->len += size;
     return 0;
+}
+
+/* The value of an int that fits one internal digit, read without a call (CPython 3.11's
+ * layout; later versions have a function for it). Returns 0 when it does not fit. */
+static inline int small_long(PyObject *v, long long *x) {
+#if PY_VERSION_HEX < 0x030C0000
+    Py_ssize_t size = Py_SIZE(v);
+    if (size < -1 || size > 1) return 0;
+    *x = size * (long long)((PyLongObject *)v)->ob_digit[0];
+    return 1;
+#else
+    if (!PyUnstable_Long_IsCompact((PyLongObject *)v)) return 0;
+    *x = (long long)PyUnstable_Long_CompactValue((PyLongObject *)v);
+    return 1;
+#endif
 }
 
 /* Exactly the values struct.pack takes for int fields without __index__ calls: ints
@@ -1000,9 +1037,12 @@ static int enc_fixed(Out *o, int kind, PyObject *v) {
         return put_be(o, bits, 8);
     }
     if (!PyLong_Check(v)) return -1;
-    int overflow;
-    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow || (x == -1 && PyErr_Occurred())) return -1;
+    long long x;
+    if (!small_long(v, &x)) {
+        int overflow;
+        x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) return -1;
+    }
     switch (kind) {
     case K_INT8: if (x < -128 || x > 127) return -1; return put_be(o, (uint64_t)x, 1);
     case K_INT16: if (x < -32768 || x > 32767) return -1; return put_be(o, (uint64_t)x, 2);
@@ -1157,8 +1197,10 @@ static int enc_tags(Out *o, Prog *p, PyObject *obj, PyObject *unknown) {
     }
     if (p->n_tags == 0 && n_unknown == 0) return put_be(o, 0, 1);
     unsigned char scratch_init[256];
-    Out scratch = {scratch_init, 0, sizeof(scratch_init), 0};
-    TagOut *known = PyMem_Calloc(p->n_tags + 1, sizeof(TagOut));
+    Out scratch = OUT_ON_STACK(scratch_init);
+    /* Most structs have a few tagged fields: their places fit on the stack. */
+    TagOut known_init[8];
+    TagOut *known = p->n_tags <= 8 ? known_init : PyMem_Calloc(p->n_tags, sizeof(TagOut));
     TagOut *unk = NULL;
     int rc = -1;
     Py_ssize_t n_known = 0;
@@ -1190,8 +1232,10 @@ static int enc_tags(Out *o, Prog *p, PyObject *obj, PyObject *unknown) {
     /* Counted again: a comparison above may have run Python code that changed the list. */
     n_unknown = Py_SIZE(unknown);
     if (n_unknown > 64) goto done; /* sorted below in quadratic time: Python sorts more */
-    unk = PyMem_Calloc(n_unknown + 1, sizeof(TagOut));
-    if (unk == NULL) { PyErr_NoMemory(); goto done; }
+    if (n_unknown > 0) {
+        unk = PyMem_Calloc(n_unknown, sizeof(TagOut));
+        if (unk == NULL) { PyErr_NoMemory(); goto done; }
+    }
     for (Py_ssize_t i = 0; i < n_unknown; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(unknown, i);
         if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2) goto done;
@@ -1225,8 +1269,8 @@ static int enc_tags(Out *o, Prog *p, PyObject *obj, PyObject *unknown) {
     }
     rc = 0;
 done:
-    if (scratch.heap) PyMem_Free(scratch.p);
-    PyMem_Free(known);
+    out_release(&scratch);
+    if (known != known_init) PyMem_Free(known);
     PyMem_Free(unk);
     return rc;
 }
@@ -1345,10 +1389,10 @@ static PyObject *codec_encode(Codec *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     unsigned char init[1024];
-    Out o = {init, 0, sizeof(init), 0};
+    Out o = OUT_ON_STACK(init);
     int r = enc_struct(&o, self->prog, args[0]);
-    PyObject *data = r < 0 ? NULL : PyBytes_FromStringAndSize((const char *)o.p, o.len);
-    if (o.heap) PyMem_Free(o.p);
+    PyObject *data = r < 0 ? NULL : out_bytes(&o);
+    out_release(&o);
     if (r == -2) return NULL; /* a refusal, raised as the Python encoder raises it */
     if (data == NULL) return fall_back(self->py_enc, args, 2);
     PyObject *res = PyObject_CallOneArg(args[1], data);
@@ -1356,6 +1400,149 @@ static PyObject *codec_encode(Codec *self, PyObject *const *args, Py_ssize_t nar
     if (res == NULL) return NULL;
     Py_DECREF(res);
     Py_RETURN_NONE;
+}
+
+/* A message's encode(version), installed on its class by bind_native: the version's compiled
+ * encoder called directly, without the list and join of the Python method. Anything that is
+ * not a plain success (a version without a compiled layout, a value the encoder declines, a
+ * refusal) runs the Python method, kept as _encode_in_python, which gives the result or the
+ * error the caller would get without the accelerator. */
+static PyObject *encoders_name, *python_encode_name;
+
+static PyObject *message_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "encode(version)");
+        return NULL;
+    }
+    PyObject *type = (PyObject *)Py_TYPE(self);
+    PyObject *encoders = PyObject_GetAttr(type, encoders_name);
+    if (encoders == NULL) return NULL;
+    PyObject *fn = PyDict_Check(encoders) ? PyDict_GetItemWithError(encoders, args[0]) : NULL;
+    Codec *codec = NULL;
+    if (fn != NULL && PyCFunction_Check(fn) &&
+        PyCFunction_GET_FUNCTION(fn) == (PyCFunction)(void (*)(void))codec_encode)
+        codec = (Codec *)PyCFunction_GET_SELF(fn);
+    if (codec != NULL) {
+        unsigned char init[1024];
+        Out o = OUT_ON_STACK(init);
+        int r = enc_struct(&o, codec->prog, self);
+        PyObject *data = r < 0 ? NULL : out_bytes(&o);
+        out_release(&o);
+        if (data != NULL) {
+            Py_DECREF(encoders);
+            return data;
+        }
+    }
+    Py_DECREF(encoders);
+    PyErr_Clear();
+    PyObject *python = PyObject_GetAttr(type, python_encode_name);
+    if (python == NULL) return NULL;
+    PyObject *call[2] = {self, args[0]};
+    PyObject *res = PyObject_Vectorcall(python, call, 2, NULL);
+    Py_DECREF(python);
+    return res;
+}
+
+/* A message class's decode(data, version), likewise: the compiled decoder called directly
+ * for a buffer it takes whole. A DecodeError it raises gets the message's name and version
+ * as the Python method gives them; anything else (no compiled layout, trailing bytes, an
+ * exotic buffer) runs the Python method, kept as _decode_in_python. */
+static PyObject *decoders_name, *python_decode_name, *reason_name, *offset_name;
+
+static PyObject *renamed_decode_error(PyObject *cls, PyObject *version) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *reason = value ? PyObject_GetAttr(value, reason_name) : NULL;
+    PyObject *offset = value ? PyObject_GetAttr(value, offset_name) : NULL;
+    PyObject *name = PyType_GetName((PyTypeObject *)cls);
+    PyObject *e = reason && offset && name
+        ? PyObject_CallFunctionObjArgs(decode_error, reason, name, version, offset, NULL)
+        : NULL;
+    Py_XDECREF(reason);
+    Py_XDECREF(offset);
+    Py_XDECREF(name);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    if (e != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+    }
+    return NULL;
+}
+
+#define GC_PAUSE_BYTES 4096 /* message.py's _GC_PAUSE_BYTES */
+
+static PyObject *message_decode(PyObject *cls, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "decode(data, version)");
+        return NULL;
+    }
+    PyObject *decoders = PyObject_GetAttr(cls, decoders_name);
+    if (decoders == NULL) return NULL;
+    PyObject *fn = PyDict_Check(decoders) ? PyDict_GetItemWithError(decoders, args[1]) : NULL;
+    Py_XINCREF(fn); /* it holds the codec while decoding runs */
+    Py_DECREF(decoders);
+    PyObject *data = args[0];
+    int plain = PyBytes_CheckExact(data) || PyByteArray_CheckExact(data) ||
+                (PyMemoryView_Check(data) && PyMemoryView_GET_BUFFER(data)->itemsize == 1 &&
+                 PyMemoryView_GET_BUFFER(data)->ndim == 1);
+    Py_buffer view;
+    if (fn != NULL && PyCFunction_Check(fn) &&
+        PyCFunction_GET_FUNCTION(fn) == (PyCFunction)(void (*)(void))codec_decode && plain &&
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) == 0) {
+        Codec *codec = (Codec *)PyCFunction_GET_SELF(fn);
+        Py_ssize_t pos = 0;
+        DCtx c = {view.buf, view.len, data, NULL, 0};
+        /* As decode_prefix: the objects of a large message all stay alive, so collections
+         * while they are made would find nothing to free. */
+        int paused = view.len > GC_PAUSE_BYTES && PyGC_Disable();
+        PyObject *obj = dec_struct(&c, codec->prog, &pos, view.len);
+        if (paused) PyGC_Enable();
+        Py_XDECREF(c.view);
+        PyBuffer_Release(&view);
+        Py_DECREF(fn);
+        if (obj != NULL && pos == view.len) return obj;
+        Py_XDECREF(obj);
+        if (c.raised) return renamed_decode_error(cls, args[1]);
+        fn = NULL;
+    }
+    Py_XDECREF(fn);
+    PyErr_Clear();
+    PyObject *python = PyObject_GetAttr(cls, python_decode_name);
+    if (python == NULL) return NULL;
+    PyObject *res = PyObject_Vectorcall(python, args, 2, NULL);
+    Py_DECREF(python);
+    return res;
+}
+
+static PyMethodDef message_decode_def = {
+    "decode", (PyCFunction)(void (*)(void))message_decode, METH_FASTCALL,
+    "decode(data, version): decode data, which must be consumed whole"};
+
+static PyMethodDef message_encode_def = {
+    "encode", (PyCFunction)(void (*)(void))message_encode, METH_FASTCALL,
+    "encode(version) -> bytes: the wire bytes of this message at version"};
+
+/* A method descriptor, so that msg.encode(v) is called as list.append is, with no bound
+ * method made per call. */
+static PyObject *encode_method(PyObject *mod, PyObject *base) {
+    if (!PyType_Check(base)) {
+        PyErr_SetString(PyExc_TypeError, "encode_method(message base class)");
+        return NULL;
+    }
+    return PyDescr_NewMethod((PyTypeObject *)base, &message_encode_def);
+}
+
+/* decode bound to one class once: not a descriptor, so cls.decode(data, v) makes no
+ * bound method per call as a classmethod does. */
+static PyObject *decode_method(PyObject *mod, PyObject *cls) {
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "decode_method(message class)");
+        return NULL;
+    }
+    return PyCFunction_NewEx(&message_decode_def, cls, NULL);
 }
 
 static PyMethodDef codec_methods[] = {
@@ -2090,6 +2277,10 @@ static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(KeyedList, Struct, DecodeError, unsupported): the runtime's mapKey list and "
      "struct base classes, its decode error and its builder of encode refusals"},
+    {"encode_method", encode_method, METH_O,
+     "encode_method(Message): a compiled encode(version) for Message's subclasses"},
+    {"decode_method", decode_method, METH_O,
+     "decode_method(cls): a compiled decode(data, version) bound to the message class cls"},
     {"struct_eq", (PyCFunction)(void (*)(void))struct_eq, METH_FASTCALL,
      "struct_eq(a, b): a generated struct's __eq__ (install through eq_method)"},
     {"fallbacks", fallbacks, METH_NOARGS,
@@ -2160,6 +2351,15 @@ PyMODINIT_FUNC PyInit__native(void) {
         Py_XDECREF(eq_method);
         goto error;
     }
+    encoders_name = PyUnicode_InternFromString("_encoders");
+    python_encode_name = PyUnicode_InternFromString("_encode_in_python");
+    decoders_name = PyUnicode_InternFromString("_decoders");
+    python_decode_name = PyUnicode_InternFromString("_decode_in_python");
+    reason_name = PyUnicode_InternFromString("reason");
+    offset_name = PyUnicode_InternFromString("offset");
+    if (encoders_name == NULL || python_encode_name == NULL || decoders_name == NULL ||
+        python_decode_name == NULL || reason_name == NULL || offset_name == NULL)
+        goto error;
     empty_list = PyList_New(0);
     programs = PyDict_New();
     why_default = PyUnicode_InternFromString("non-default value");

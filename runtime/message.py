@@ -18,7 +18,8 @@ from .wire import Buffer, FieldUnsupported, RawTags, Writer, unsupported
 T = TypeVar("T", bound="Struct")
 M = TypeVar("M", bound="Message")
 
-#: Messages larger than this decode with the cyclic GC paused.
+#: Messages larger than this decode with the cyclic GC paused (_native.c's GC_PAUSE_BYTES,
+#: for the accelerator's compiled decode method, is the same).
 _GC_PAUSE_BYTES = 4096
 
 Decoder = Callable[[Buffer, int, int], tuple[Any, int]]
@@ -114,6 +115,10 @@ class Message(Struct):
             raise DecodeError(f"{end - pos} trailing bytes", cls.__name__, version, pos)
         return obj
 
+    #: What a compiled ``decode`` (see :func:`bind_native`) runs for anything it does not
+    #: take whole, so its results and errors are this method's.
+    _decode_in_python = decode
+
     @classmethod
     def decode_prefix(cls: type[M], data: Buffer, version: int) -> tuple[M, int]:
         """Decode a message at the start of ``data``; return it and where it ended.
@@ -163,6 +168,10 @@ class Message(Struct):
             # A field holds a value of the wrong type or range for its wire type.
             raise ValueError(f"cannot encode {type(self).__name__} v{version}: {e}") from None
         return b"".join(out)
+
+    #: What a compiled ``encode`` (see :func:`bind_native`) runs for anything but a plain
+    #: success, so its results and errors are this method's.
+    _encode_in_python = encode
 
 
 def _decode_error(error: Exception, message: str, version: int, end: int) -> DecodeError:
@@ -308,6 +317,7 @@ def _load_native() -> ModuleType | None:
 
 #: The compiled accelerator module, or None when every codec runs in pure Python.
 native: Final = _load_native()
+_native_encode: Any = native.encode_method(Message) if native is not None else None
 
 
 def bind_native(
@@ -343,6 +353,11 @@ def bind_native(
     cls._encoders = encoders
     if not codecs:
         return
+    if issubclass(cls, Message):
+        # One C call from encode(version) to the bytes and from decode(data, version) to the
+        # object: for small messages the Python methods' own steps cost more than the work.
+        cls.encode = _native_encode  # type: ignore[method-assign]
+        cls.decode = native.decode_method(cls)  # type: ignore[method-assign]
     if "__eq__" in vars(cls):
         # The compiled __eq__ compares the same slots as the generated one, without a
         # Python frame per struct (the fuzz compares millions of them).

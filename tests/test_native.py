@@ -9,6 +9,7 @@ input. Under ``KAFKAGEN_PURE_PYTHON=1`` only the test that the switch works runs
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import random
@@ -148,6 +149,37 @@ def test_the_accelerator_serves_every_message_at_every_version() -> None:
         f"{cls.__name__} v{v}" for cls in CLASSES for v in versions(cls) if not uses_native(cls, v)
     ]
     assert not missing, f"pure Python codecs still in use: {missing}"
+
+
+@native_only
+def test_a_message_encodes_in_one_compiled_call_at_every_size() -> None:
+    """``encode(version)`` and ``decode(data, version)`` are compiled methods; across the
+    sizes where the output moves from the stack buffer to a grown bytes object, and grows
+    again, and where decoding pauses the collector, the results are the Python codecs',
+    and the collector runs again after every decode, failed or not."""
+    assert all(type(vars(cls)["encode"]).__name__ == "method_descriptor" for cls in CLASSES)
+    assert all(getattr(vars(cls)["decode"], "__self__", None) is cls for cls in CLASSES)
+    request = ProduceRequest(
+        acks=-1,
+        timeout_ms=100,
+        topic_data=[ProduceRequest.TopicProduceData(name="t", partition_data=[])],
+    )
+    partition = ProduceRequest.PartitionProduceData(index=0, records=b"")
+    request.topic_data[0].partition_data.append(partition)
+    for size in (0, 990, 1000, 1010, 1024, 2048, 16_300, 16_400, 40_000, 100_000):
+        partition.records = bytes(random.Random(size).getrandbits(8) for _ in range(size))
+        for version in (3, 9, 12):
+            wire = request.encode(version)
+            with pure_python(ProduceRequest):
+                assert request.encode(version) == wire, f"{size} bytes at v{version}"
+            for data in (wire, bytearray(wire), memoryview(wire)):
+                assert ProduceRequest.decode(data, version) == request
+            for cut in (wire[:-1], wire + b"\x00"):
+                native = outcome(partial(ProduceRequest.decode, cut, version))
+                with pure_python(ProduceRequest):
+                    python = outcome(partial(ProduceRequest.decode, cut, version))
+                assert_same(native, python, f"{size} bytes at v{version}, {len(cut)} given")
+                assert gc.isenabled()
 
 
 @pytest.mark.skipif(not PURE, reason="checks the KAFKAGEN_PURE_PYTHON=1 mode")
