@@ -9,7 +9,9 @@ Two instances run in separate JVMs while the input is being written; one is SIGK
 the middle, the other takes its tasks over, and a replacement joins later. The output, read
 read_committed, must then hold for each word exactly the counts 1, 2, ..., N/WORDS in
 order: the final counts are exact and no update is lost or written twice, whatever the
-killed instance had in flight.
+killed instance had in flight. Every Produce answer the brokers gave is counted by error
+code: through the control API on kafkagen, from Kafka's request log (``kafka.request.logger``
+at DEBUG, set as a broker logger config for the run) on Kafka.
 """
 
 from __future__ import annotations
@@ -293,11 +295,14 @@ def test_two_instances_one_killed_count_exactly_once(cluster: Cluster, tmp_path:
     assert lost_or_twice == {}, lost_or_twice
     errors = [x for i in (a, b, c) if i is not None for x in i.lines if "error" in x]
     assert errors == [] and all(x["closed"] for x in closed), (errors, closed)
-    # What the transactional producers were answered: the retriable answers of a
-    # coordinator still completing are counted; NOT_ENOUGH_REPLICAS (for producers before
-    # Produce v12) and OUT_OF_ORDER_SEQUENCE_NUMBER must not appear.
+    # What the transactional producers were answered. Both brokers answer a batch that
+    # meets the previous transaction still completing CONCURRENT_TRANSACTIONS, and the
+    # batch pipelined behind it OUT_OF_ORDER_SEQUENCE_NUMBER (Kafka 4.4.0 on this machine
+    # too: 38 and 8 in one run); both are retried. NOT_ENOUGH_REPLICAS, what kafkagen once
+    # answered a busy coordinator with, is for producers before Produce v12 only.
     answers = cluster.produce_answers()
     print(f"Produce answers by error code: {dict(answers)}")
     assert answers[0] > 0, answers
     assert answers[ErrorCode.NOT_ENOUGH_REPLICAS] == 0, answers
-    assert answers[ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER] == 0, answers
+    behind = answers[ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER]
+    assert behind <= answers[ErrorCode.CONCURRENT_TRANSACTIONS], answers
