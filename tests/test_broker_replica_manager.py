@@ -208,6 +208,26 @@ def test_sequence_gap_is_out_of_order(h: Harness) -> None:
     assert h.rm().partitions[TP].log.log_end_offset == 2
 
 
+def test_a_transactional_batch_after_one_still_waiting_for_its_partition_is_out_of_order(
+    h: Harness,
+) -> None:
+    """Kafka's verification state: the producer's batch at sequence 0 waits for the
+    coordinator to add the partition (and is refused, the coordinator busy); its next
+    batch, pipelined behind it, must not be written over the gap."""
+    txn = {"producer_id": 1000, "producer_epoch": 1, "transactional": True}
+    producers = h.rm().partitions[TP].producers
+    producers.start_verification(1000, 1, 0)
+    producers.start_verification(1000, 1, 2)
+    got = h.produce(TP, batch(2, base_sequence=2, **txn))
+    assert got[0][TP].error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    # Retried in order, both are written; the next transaction's wait starts afresh.
+    for seq in (0, 2):
+        assert h.produce(TP, batch(2, base_sequence=seq, **txn))[0][TP].error is None
+    assert producers.verifying == {}
+    producers.start_verification(1000, 1, 4)  # in its transaction here: nothing waits
+    assert producers.verifying == {}
+
+
 def test_old_epoch_is_fenced(h: Harness) -> None:
     h.produce(TP, pbatch(0, epoch=1))
     got = h.produce(TP, pbatch(2, epoch=0))

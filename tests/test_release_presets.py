@@ -21,7 +21,12 @@ from kafkagen.cli.control import ControlClient
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.api import TELEMETRY_APIS
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.release_presets import preset_gaps, preset_names, preset_ranges
+from kafkagen.runtime.broker.release_presets import (
+    preset_gaps,
+    preset_listed_floors,
+    preset_names,
+    preset_ranges,
+)
 from kafkagen.runtime.handlers import SERVED
 
 API_VERSIONS, PRODUCE, FETCH = 18, 0, 1
@@ -43,11 +48,12 @@ def expected(release: str) -> dict[int, tuple[int, int]]:
     """The release's range of every API kafkagen serves, within what kafkagen serves (the
     client telemetry APIs only with telemetry on, as Kafka does)."""
     out = {}
+    listed = preset_listed_floors(release)
     for key, (lo, hi) in preset_ranges(release).items():
         if key in SERVED and key not in TELEMETRY_APIS:
             _, low, high, _ = SERVED[key]
             if max(lo, low) <= min(hi, high):
-                out[key] = (max(lo, low), min(hi, high))
+                out[key] = (min(max(lo, low), listed.get(key, lo)), min(hi, high))
     return out
 
 
@@ -68,7 +74,10 @@ def test_preset_advertises_exactly_the_release(
         assert gaps[0] == release
         # What is not advertised is exactly the release's rest, nothing more or less.
         for key, (lo, hi) in preset_ranges(release).items():
-            have = set(range(*served[key])) | {served[key][1]} if key in served else set()
+            # (Served from the release's lowest: Produce is listed from v0 by 4.x, not served.)
+            have = (
+                set(range(max(lo, served[key][0]), served[key][1] + 1)) if key in served else set()
+            )
             lacking = {v for a, b in gaps[1].get(key, []) for v in range(a, b + 1)}
             assert have | lacking == set(range(lo, hi + 1)), key
             assert not have & lacking, key
@@ -78,10 +87,11 @@ def test_preset_advertises_exactly_the_release(
 
 def test_pre_4_presets_serve_message_format_v0_and_v1_versions() -> None:
     for release in preset_names():
-        ranges = expected(release)
         old = release.startswith(("2.", "3."))
-        assert ranges[PRODUCE][0] == (0 if old else 3), release
-        assert ranges[FETCH][0] == (0 if old else 4), release
+        assert preset_ranges(release)[PRODUCE][0] == (0 if old else 3), release
+        assert expected(release)[FETCH][0] == (0 if old else 4), release
+        # Kafka 4.x lists Produce from v0 all the same (a request below v3 is refused).
+        assert expected(release)[PRODUCE][0] == 0, release
 
 
 def test_a_request_below_the_preset_floor_closes_the_connection(

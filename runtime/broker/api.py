@@ -36,7 +36,13 @@ from .config.definitions import API_VERSION_MAX, parse_version_caps
 from .config.store import ConfigStore
 from .group.group_coordinator import GroupCoordinator
 from .metadata.cluster_metadata import ClusterMetadata
-from .release_presets import PRESET_CONFIG, preset_caps, preset_floors, preset_gaps
+from .release_presets import (
+    PRESET_CONFIG,
+    preset_caps,
+    preset_floors,
+    preset_gaps,
+    preset_listed_floors,
+)
 from .security.authorizer import Authorizer
 from .security.listeners import Session
 from .security.sasl import Credentials
@@ -140,14 +146,16 @@ class ServedApis:
         return top if cap is None else min(top, cap)
 
     def served_versions(self) -> dict[int, tuple[int, int]]:
-        """API key -> (min, max) served, as ApiVersions advertises it."""
+        """API key -> (min, max) served, as ApiVersions advertises it (a preset's release
+        may list an API from below the lowest version it serves: `preset_listed_floors`)."""
         out = {}
+        listed = preset_listed_floors(self.preset) if self.preset else {}
         for key, handler in sorted(self.registry.handlers.items()):
             if not self.offered(key):
                 continue
             low, top = self.min_version(handler), self.max_version(handler)
             if top >= low:
-                out[key] = (low, top)
+                out[key] = (min(low, listed.get(key, low)), top)
         return out
 
     def unadvertised(self) -> dict[int, list[tuple[int, int]]]:

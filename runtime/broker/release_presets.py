@@ -19,6 +19,7 @@ __all__ = [
     "preset_caps",
     "preset_floors",
     "preset_gaps",
+    "preset_listed_floors",
     "preset_names",
     "preset_ranges",
 ]
@@ -48,6 +49,20 @@ def preset_ranges(release: str) -> dict[int, tuple[int, int]]:
     if release not in releases:
         raise ValueError(f"no preset for Kafka {release!r}; presets: {', '.join(releases)}")
     return {int(k): (lo, hi) for k, (lo, hi) in releases[release]["apis"].items()}
+
+
+#: API key -> the version Kafka's ApiVersions lists an API from though it serves it only from
+#: a higher one: Kafka 4.x serves Produce from v3 (v0-2 went with the message formats v0
+#: and v1) yet lists it from v0, as older librdkafka releases compress only for a broker
+#: listing v0; a request below v3 still closes the connection.
+_LISTED_BELOW_SERVED = {0: 0}
+
+
+def preset_listed_floors(release: str) -> dict[int, int]:
+    """API key -> the lowest version ``release``'s ApiVersions listed, where that is below
+    the lowest it served (`preset_floors`)."""
+    ranges = preset_ranges(release)
+    return {k: v for k, v in _LISTED_BELOW_SERVED.items() if k in ranges and ranges[k][0] > v}
 
 
 def preset_floors(release: str, api_keys: Iterable[int]) -> dict[int, int]:

@@ -184,6 +184,11 @@ def _check_transactional(
             )
         elif md.partition(tp.topic, tp.partition) is not None:  # else the append says so
             producers.setdefault((batch.producer_id, batch.producer_epoch), []).append(tp)
+            led = ctx.broker.replica_manager.partitions.get(tp)
+            if led is not None:
+                led.producers.start_verification(
+                    batch.producer_id, batch.producer_epoch, batch.base_sequence
+                )
     if not producers or transactional_id is None:
         then(refused)
         return

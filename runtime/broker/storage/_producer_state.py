@@ -81,6 +81,11 @@ class ProducerStateManager:
         self._closing: list[tuple[int, int]] = []
         #: Aborted transactions in marker order.
         self.aborted: list[AbortedTxn] = []
+        #: Producer id -> (epoch, lowest sequence) of its transactional batches waiting for
+        #: this partition to join their transaction, as Kafka's verification state keeps
+        #: them: until the lowest is written, a later batch is out of order (else a batch
+        #: after one refused as the coordinator was busy would be written over the gap).
+        self.verifying: dict[int, tuple[int, int]] = {}
 
     def check(self, batch: RecordBatch) -> BatchMetadata | None:
         """Vet a batch before it is written: the duplicate it repeats, None if new.
@@ -88,6 +93,12 @@ class ProducerStateManager:
         Raises INVALID_PRODUCER_EPOCH for a fenced epoch and OUT_OF_ORDER_SEQUENCE_NUMBER
         for a gap or a sequence that goes back.
         """
+        waiting = self.verifying.get(batch.producer_id)
+        if batch.is_transactional and waiting is not None and batch.base_sequence > waiting[1]:
+            raise OutOfOrderSequenceNumberError(
+                f"producer {batch.producer_id}: sequence {batch.base_sequence} is after "
+                f"{waiting[1]}, still waiting to be written"
+            )
         entry = self.producers.get(batch.producer_id)
         if entry is None:
             # Unknown producer (new, or its state expired): accept whatever sequence it has.
@@ -114,6 +125,15 @@ class ProducerStateManager:
                 f"sequence 0, not {first}"
             )
         return None
+
+    def start_verification(self, producer_id: int, epoch: int, sequence: int) -> None:
+        """A transactional batch of the producer waits for this partition to be added to
+        its transaction: keep the lowest sequence waiting, of the newest epoch."""
+        if producer_id in self.ongoing:
+            return  # the partition is in its transaction already
+        known = self.verifying.get(producer_id)
+        if known is None or epoch > known[0] or (epoch == known[0] and sequence < known[1]):
+            self.verifying[producer_id] = (epoch, sequence)
 
     def check_epoch(self, producer_id: int, epoch: int) -> None:
         """Raise INVALID_PRODUCER_EPOCH if ``epoch`` is older than the producer's."""
@@ -145,6 +165,7 @@ class ProducerStateManager:
         entry.last_timestamp = timestamp
         entry.last_update_ms = now_ms
         if batch.is_transactional and pid not in self.ongoing:
+            self.verifying.pop(pid, None)
             self.ongoing[pid] = first_offset
             entry.current_txn_first_offset = first_offset
 
@@ -206,4 +227,7 @@ class ProducerStateManager:
         ]
         for p in gone:
             del self.producers[p]
+        # A batch still waiting for its partition was never written: a producer that left
+        # nothing else here is not kept for it either.
+        self.verifying = {p: v for p, v in self.verifying.items() if p in self.producers}
         return len(gone)
