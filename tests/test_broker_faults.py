@@ -1,12 +1,13 @@
 """In-process faults (the control API's `Faults`) with real clients over real sockets:
 a cut-off leader is fenced and acknowledges nothing it could lose, a cut-off follower
-leaves the ISR and comes back after the heal, a slow disk or network delays answers,
-a skewed clock moves LogAppendTime."""
+leaves the ISR and comes back after the heal, transaction markers wait for the heal, a
+slow disk or network delays answers, a skewed clock moves LogAppendTime."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -22,15 +23,22 @@ API_VERSIONS = 18
 HELLO = req(API_VERSIONS, client_software_name="t", client_software_version="1")
 
 
-@pytest.fixture
-def bg() -> Iterator[BackgroundCluster]:
+@contextmanager
+def cluster(session_ms: int) -> Iterator[BackgroundCluster]:
+    """Three brokers and the topic "f", its one partition led by broker 0."""
     configs = {
         "replica.lag.time.max.ms": str(LAG_MS),
-        "broker.session.timeout.ms": str(SESSION_MS),
+        "broker.session.timeout.ms": str(session_ms),
         "min.insync.replicas": "2",
     }
     with BackgroundCluster(brokers=3, configs=configs) as c:
         c.call(lambda: c.cluster.metadata.create_topic("f", assignments={0: [0, 1, 2]}))
+        yield c
+
+
+@pytest.fixture
+def bg() -> Iterator[BackgroundCluster]:
+    with cluster(SESSION_MS) as c:
         yield c
 
 
@@ -142,6 +150,47 @@ def test_a_partition_shrinks_the_isr_of_the_majority_and_fences_the_minority(
     bg.call(faults.heal)
     wait_for(lambda: state(bg)[1] == [0, 1, 2], "the ISR to expand again")
     assert sorted(read_all(bg)) == sorted(acked)
+
+
+def test_transaction_markers_wait_for_a_cut_to_heal() -> None:
+    """The coordinator cannot reach the cut-off leader: the commit is answered once its
+    PrepareCommit is durable, and the marker lands only after the heal (no fencing here:
+    the session outlasts the cut), as Kafka's marker channel retries until it gets through."""
+    with cluster(session_ms=60_000) as bg:
+        # A transactional id coordinated elsewhere than on broker 0, the leader of "f".
+        b1 = bg.cluster.brokers[1].info
+        with WireClient(f"{b1.host}:{b1.port}") as w:
+            find = (w.call(10, 3, req(10, key=f"m-{i}", key_type=1)) for i in range(50))
+            tid, coordinator = next(
+                (f"m-{i}", f.node_id) for i, f in enumerate(find) if f.node_id > 0
+            )
+        txns = bg.cluster.brokers[coordinator].txn_coordinator.txns
+        p = Producer({"bootstrap.servers": bg.bootstrap, "transactional.id": tid})
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.produce("f", b"across", partition=0)
+        p.flush(10)
+        before = log_end(bg, 0)
+        faults = bg.cluster.faults
+        bg.call(lambda: faults.cut([0]))
+        p.commit_transaction(30)
+        time.sleep(2)
+        assert bg.call(lambda: txns[tid].state.value) == "PrepareCommit"
+        assert log_end(bg, 0) == before  # no marker crossed the cut
+        bg.call(faults.heal)
+        wait_for(lambda: bg.call(lambda: txns[tid].state.value) == "CompleteCommit", "the marker")
+        assert log_end(bg, 0) == before + 1
+        c = Consumer(
+            {
+                "bootstrap.servers": bg.bootstrap,
+                "group.id": "committed",
+                "isolation.level": "read_committed",
+            }
+        )
+        c.assign([TopicPartition("f", 0, 0)])
+        got = [m.value() for m in c.consume(10, 10) if m.error() is None]
+        c.close()
+        assert got == [b"across"]
 
 
 def test_a_broker_cut_off_from_clients_answers_nothing_until_healed(

@@ -1086,10 +1086,14 @@ class SlowMarkers:
         self.delay_s = delay_s
         self.rounds = 0
 
-    def write_txn_markers(self, node_id: int, markers: Any, timeout_ms: int, callback: Any) -> bool:
+    def write_txn_markers(
+        self, node_id: int, markers: Any, timeout_ms: int, callback: Any, *, sender: int
+    ) -> bool:
         def send() -> None:
             self.rounds += 1
-            if not self.inner.write_txn_markers(node_id, markers, timeout_ms, callback):
+            if not self.inner.write_txn_markers(
+                node_id, markers, timeout_ms, callback, sender=sender
+            ):
                 callback({})
 
         asyncio.get_running_loop().call_later(self.delay_s, send)

@@ -189,6 +189,30 @@ def test_two_owners_of_one_partition() -> None:
     assert anomalies(r.history()) == {"double-owner": 1}
 
 
+def test_a_fenced_owner_overlaps_only_while_it_commits_nothing() -> None:
+    """A member the group fenced keeps its partitions until it hears so ("lost"); the
+    overlap with the next owner is fencing at work, unless the zombie's commit got through."""
+    r = Run()
+    r.op("c0", "assign", {"group": "g", "partitions": [[T, 0]]})
+    r.op("c0", "commit", {"group": "g", "offsets": [[T, 0, 1]]})  # before the next owner
+    r.op("c1", "assign", {"group": "g", "partitions": [[T, 0]]})
+    r.op("c0", "lost", {"group": "g", "partitions": [[T, 0]]})
+    assert check(r.history()).valid
+    z = Run()
+    z.op("c0", "assign", {"group": "g", "partitions": [[T, 0]]})
+    z.op("c1", "assign", {"group": "g", "partitions": [[T, 0]]})
+    z.op("c0", "txn", {"group": "g", "offsets": [[T, 0, 2]]})
+    z.op("c0", "lost", {"group": "g", "partitions": [[T, 0]]})
+    assert anomalies(z.history()) == {"double-owner": 1}
+    assert "committed it after" in check(z.history()).examples["double-owner"][0]
+    # A revoke is not a fencing: overlapping it is a double owner whatever was committed.
+    v = Run()
+    v.op("c0", "assign", {"group": "g", "partitions": [[T, 0]]})
+    v.op("c1", "assign", {"group": "g", "partitions": [[T, 0]]})
+    v.op("c0", "revoke", {"group": "g", "partitions": [[T, 0]]})
+    assert anomalies(v.history()) == {"double-owner": 1}
+
+
 def test_write_cycle_is_g0() -> None:
     r = Run()
     r.op("t1", "txn", {"writes": [[T, 0, "a1", 0], [T, 1, "a2", 1]]})

@@ -394,9 +394,11 @@ class Cluster:
         markers: Mapping[TopicPartition, Marker],
         timeout_ms: int,
         callback: MarkersCallback,
+        *,
+        sender: int,
     ) -> bool:
         b = self._serving(node_id)
-        if b is None:
+        if b is None or not self.faults.reaches(sender, node_id):
             return False
         b.write_txn_markers(markers, timeout_ms, callback)
         return True

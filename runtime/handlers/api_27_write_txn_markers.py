@@ -105,6 +105,10 @@ def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> None:
     for marker_codes, wanted in writes:
         # Each marker is its own append: two markers may name one partition.
         if not broker.peers.write_txn_markers(
-            broker.node_id, wanted, timeout_ms, functools.partial(written, marker_codes)
+            broker.node_id,
+            wanted,
+            timeout_ms,
+            functools.partial(written, marker_codes),
+            sender=broker.node_id,
         ):
             written(marker_codes, {})  # this broker stopped serving: the codes say so

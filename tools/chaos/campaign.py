@@ -350,7 +350,9 @@ class Campaign:
         name, group = f"transformer-{i}", f"{self.prefix}-ctp"
         events = _Rebalances(self, name, group)
         c = Consumer(self._consumer_config(group, "read_committed", "consumer"))
-        c.subscribe([self.topics[0]], on_assign=events.assign, on_revoke=events.revoke)
+        c.subscribe(
+            [self.topics[0]], on_assign=events.assign, on_revoke=events.revoke, on_lost=events.lose
+        )
 
         def producer() -> Any:
             p = Producer(
@@ -411,7 +413,9 @@ class Campaign:
         # read_uncommitted ones the classic protocol.
         protocol = "consumer" if isolation == "read_committed" else "classic"
         c = Consumer(self._consumer_config(group, isolation, protocol))
-        c.subscribe(list(self.topics), on_assign=events.assign, on_revoke=events.revoke)
+        c.subscribe(
+            list(self.topics), on_assign=events.assign, on_revoke=events.revoke, on_lost=events.lose
+        )
         polls = 0
         try:
             while self._running():
@@ -491,9 +495,16 @@ class _Rebalances:
         self.events.append(("assign", self.campaign._now(), tps))
 
     def revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self._give_up("revoke", partitions)
+
+    def lose(self, consumer: Any, partitions: list[Any]) -> None:
+        """The group fenced this member: it learns only now that others own them."""
+        self._give_up("lost", partitions)
+
+    def _give_up(self, kind: str, partitions: list[Any]) -> None:
         tps = [[p.topic, p.partition] for p in partitions]
         self.owned -= {(t, p) for t, p in tps}
-        self.events.append(("revoke", self.campaign._now(), tps))
+        self.events.append((kind, self.campaign._now(), tps))
 
     def settle(self, before: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """Record what the last poll's callbacks saw; the positions from before it, less

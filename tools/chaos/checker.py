@@ -16,7 +16,8 @@ skipped            a pass over a partition that left out a write it should retur
 partial-txn        a committed transaction seen in part by one reader
 poll-backwards     a consumer's position moving back without a change of assignment
 commit-backwards   a group's committed offset moving back (commits that did not overlap)
-double-owner       two consumers of one group owning a partition at the same time
+double-owner       two consumers of one group owning a partition at the same time (a
+                   fenced one, which learns so late, only if it commits meanwhile)
 G0                 a cycle of transactions ordered by their writes alone (write cycle)
 G1a                a read_committed read of a write of an aborted transaction
 G1b                a read of a transaction's earlier write whose pass covered its later
@@ -293,7 +294,7 @@ class _Checker:
         """A consumer's position only moves back when its assignment changed."""
         position: dict[tuple[str, TopicPartition], int] = {}
         for op in self.h.completed:
-            if op.f in ("assign", "revoke"):
+            if op.f in ("assign", "revoke", "lost"):
                 for tp in op.partitions():
                     position.pop((op.process, tp), None)
             if op.f != "poll" or op.type != "ok":
@@ -335,33 +336,47 @@ class _Checker:
                     )
 
     def _owners(self) -> None:
-        """Intervals of ownership per group and partition may not overlap."""
+        """Intervals of ownership per group and partition may not overlap, except where the
+        earlier owner was fenced: the group gave the partition on without it, and it learns
+        so later ("lost"). Such a zombie may not commit offsets of the partition while the
+        next owner has it: that is what fencing promises."""
         start: dict[tuple[str, str, TopicPartition], float] = {}
-        spans: dict[tuple[str, TopicPartition], list[tuple[float, float, str]]] = defaultdict(list)
+        spans: dict[tuple[str, TopicPartition], list[tuple[float, float, str, bool]]] = (
+            defaultdict(list)
+        )
+        commits: dict[tuple[str, str, TopicPartition], list[tuple[float, int]]] = defaultdict(list)
         for op in self.h.completed:
             group = op.value.get("group", "")
             if op.f == "assign" and op.type == "ok":
                 for tp in op.partitions():
                     start.setdefault((op.process, group, tp), op.end.time)
-            elif op.f == "revoke":
+            elif op.f in ("revoke", "lost"):
                 for tp in op.partitions():
                     began = start.pop((op.process, group, tp), None)
                     if began is not None:
-                        spans[(group, tp)].append((began, op.invoke.time, op.process))
+                        spans[(group, tp)].append(
+                            (began, op.invoke.time, op.process, op.f == "lost")
+                        )
+            elif op.f in ("commit", "txn") and op.type == "ok":
+                for tp, _ in op.offsets():
+                    commits[(op.process, group, tp)].append((op.end.time, op.id))
         for (process, group, tp), began in start.items():
-            spans[(group, tp)].append((began, self.h.end_time, process))
+            spans[(group, tp)].append((began, self.h.end_time, process, False))
         for (group, tp), intervals in spans.items():
             intervals.sort()
-            end, owner = float("-inf"), ""
-            for s, e, process in intervals:
+            end, owner, fenced = float("-inf"), "", False
+            for s, e, process, lost in intervals:
                 if s < end and process != owner:
-                    self.report.add(
-                        "double-owner",
-                        f"group {group} {_tp(tp)}: {owner} until {end:.3f}s, {process} from "
-                        f"{s:.3f}s",
-                    )
+                    zombie = [i for t, i in commits[(owner, group, tp)] if s <= t <= end]
+                    if not fenced or zombie:
+                        why = f", and committed it after (op {zombie[0]})" if zombie else ""
+                        self.report.add(
+                            "double-owner",
+                            f"group {group} {_tp(tp)}: {owner} until {end:.3f}s, {process} "
+                            f"from {s:.3f}s{why}",
+                        )
                 if e > end:
-                    end, owner = e, process
+                    end, owner, fenced = e, process, lost
 
     # ------------------------------------------------------------------ dependency cycles
     def _graph(self) -> None:

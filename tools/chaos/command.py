@@ -45,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--history", type=Path, metavar="FILE", help="also write the history here (JSON lines)"
     )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=3,
+        help="partitions of each topic (3); the transactional workers share those of the "
+        "first, so more partitions keep more of them busy",
+    )
     parser.add_argument("--producers", type=int, default=2, help="idempotent producers (2)")
     parser.add_argument(
         "--transactional", type=int, default=2, help="consume-transform-produce workers (2)"
@@ -71,13 +78,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # A SIGTERM unwinds like Ctrl-C, so the cluster started here goes with the campaign.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.partitions < 1:
+        print(f"kafkagen chaos: --partitions {args.partitions}: needs at least 1", file=sys.stderr)
+        return 2
     requests: RequestStats | None = None
     try:
-        with _cluster(args.kafka) as (bootstrap, faults, pid):
+        with _cluster(args.kafka, args.partitions) as (bootstrap, faults, pid):
             campaign = Campaign(
                 bootstrap,
                 duration=args.duration,
                 seed=args.seed,
+                partitions=args.partitions,
                 producers=args.producers,
                 transactional=args.transactional,
                 consumers=args.consumers,
@@ -144,7 +155,7 @@ def _usage(pid: int | None) -> tuple[int, int] | None:
 
 
 @contextmanager
-def _cluster(kafka: bool) -> Iterator[tuple[str, Faults, int | None]]:
+def _cluster(kafka: bool, partitions: int) -> Iterator[tuple[str, Faults, int | None]]:
     if kafka:
         from kafkagen.reference import KafkaReference
 
@@ -152,7 +163,7 @@ def _cluster(kafka: bool) -> Iterator[tuple[str, Faults, int | None]]:
             yield ref.bootstrap, ProcessFaults(ref.pids, ref.restart), None
         return
     with _serve(3) as (bootstrap, control, pid):
-        faults = ControlFaults(control, range(3), Campaign.topic_names("chaos"))
+        faults = ControlFaults(control, range(3), Campaign.topic_names("chaos"), partitions)
         yield bootstrap, faults, pid
 
 

@@ -23,6 +23,8 @@ poll       ``group``, ``isolation`` (``read_committed`` / ``read_uncommitted``),
 commit     ``group``, ``offsets``: ``[[topic, partition, offset], ...]``
 assign     ``group``, ``partitions``: ``[[topic, partition], ...]``: the consumer took them
 revoke     ``group``, ``partitions``: it gave them up
+lost       ``group``, ``partitions``: it learnt that the group had fenced it and given
+           them to others
 final      ``isolation``, ``reads`` as for poll: a read of whole partitions after the faults
 fault      ``fault``: what the campaign did to the cluster (not checked, kept for reading)
 ========== ===========================================================================
@@ -40,7 +42,7 @@ from typing import Any, TextIO
 __all__ = ["Completed", "History", "HistoryError", "Op", "Read", "Recorder", "Write"]
 
 TYPES = ("invoke", "ok", "fail", "info")
-FUNCTIONS = ("send", "txn", "poll", "commit", "assign", "revoke", "final", "fault")
+FUNCTIONS = ("send", "txn", "poll", "commit", "assign", "revoke", "lost", "final", "fault")
 
 TopicPartition = tuple[str, int]
 

@@ -96,9 +96,12 @@ class MarkerWriter(Protocol):
         markers: Mapping[TopicPartition, Marker],
         timeout_ms: int,
         callback: MarkersCallback,
+        *,
+        sender: int,
     ) -> bool:
         """Append ``markers`` on broker ``node_id``, then ``callback(results)``; False (and
-        no callback) when that broker is not serving."""
+        no callback) when that broker is not serving or broker ``sender`` cannot reach it
+        (a cut network: the markers wait for it to heal, as Kafka's marker channel does)."""
         ...
 
 
@@ -693,7 +696,7 @@ class TransactionCoordinator:
 
             for leader_id, markers in by_leader.items():
                 if not self._markers.write_txn_markers(
-                    leader_id, markers, _WRITE_TIMEOUT_MS, one_done
+                    leader_id, markers, _WRITE_TIMEOUT_MS, one_done, sender=self.log.node_id
                 ):
                     one_done({})
 
