@@ -87,6 +87,10 @@ class Peers(MarkerWriter, Protocol):
         """The transaction coordinator of broker ``node_id``, None unless it is serving."""
         ...
 
+    def replica_manager_of(self, node_id: int) -> ReplicaManager | None:
+        """The replica manager of broker ``node_id``, None unless it is serving."""
+        ...
+
 
 #: GetTelemetrySubscriptions and PushTelemetry: Kafka advertises them only with a telemetry
 #: reporter configured; kafkagen with its own receiver, when this config is true.

@@ -117,7 +117,9 @@ class Broker(MetadataListener):
             cluster,
             cluster.authorizer,
             cluster.credentials,
-            share_groups=ShareGroupManager(node_id, self.configs, md, self.group_coordinator.log),
+            share_groups=ShareGroupManager(
+                node_id, self.configs, md, self.group_coordinator.log, cluster.share_state
+            ),
             share_partitions=share_partitions,
             telemetry=ClientTelemetry(
                 md,

@@ -84,6 +84,9 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     77: ("api_77_share_group_describe", 1, 1, 1),
     78: ("api_78_share_fetch", 1, 2, 2),
     79: ("api_79_share_acknowledge", 1, 2, 2),
+    90: ("api_90_describe_share_group_offsets", 0, 1, 1),
+    91: ("api_91_alter_share_group_offsets", 0, 0, 0),
+    92: ("api_92_delete_share_group_offsets", 0, 0, 0),
 }
 
 

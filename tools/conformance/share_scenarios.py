@@ -1,12 +1,18 @@
-"""Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
-ShareAcknowledge, their ordinary paths and their errors."""
+"""Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
+ShareAcknowledge and the share offsets APIs (Describe/Alter/DeleteShareGroupOffsets, with
+DeleteGroups and DescribeGroups of share groups), their ordinary paths and their errors."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from kafkagen.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from kafkagen.generated.delete_groups import DeleteGroupsRequest
+from kafkagen.generated.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
+from kafkagen.generated.describe_groups import DescribeGroupsRequest
+from kafkagen.generated.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.share_acknowledge import ShareAcknowledgeRequest
 from kafkagen.generated.share_fetch import ShareFetchRequest
@@ -314,3 +320,172 @@ async def sa_no_session(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     await s.call(_ack(s, g, t, 1, [(0, 0, ACCEPT)]), node=await s.leader(t))
+
+
+# ---------------------------------------------------------------------- share offsets
+
+
+def _describe_offsets(group: str, topics: list[tuple[str, list[int]]] | None) -> Any:
+    D = DescribeShareGroupOffsetsRequest
+    return D(
+        groups=[
+            D.DescribeShareGroupOffsetsRequestGroup(
+                group_id=group,
+                topics=None
+                if topics is None
+                else [
+                    D.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=parts)
+                    for t, parts in topics
+                ],
+            )
+        ]
+    )
+
+
+def _alter_offsets(group: str, topics: list[tuple[str, list[tuple[int, int]]]]) -> Any:
+    A = AlterShareGroupOffsetsRequest
+    return A(
+        group_id=group,
+        topics=[
+            A.AlterShareGroupOffsetsRequestTopic(
+                topic_name=t,
+                partitions=[
+                    A.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
+                    for p, o in parts
+                ],
+            )
+            for t, parts in topics
+        ],
+    )
+
+
+def _delete_offsets(group: str, topics: list[str]) -> Any:
+    D = DeleteShareGroupOffsetsRequest
+    return D(
+        group_id=group, topics=[D.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics]
+    )
+
+
+async def _accepted(s: Session) -> tuple[str, str, int]:
+    """`_started` on a new topic and group, the 3 records acquired and accepted (none of
+    it recorded): the group, topic and the group's coordinator."""
+    t = await s.create_topic()
+    g = s.name("g")
+    node, epoch = await _started(s, g, t)
+    await s.setup(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
+    await s.setup(_ack(s, g, t, epoch + 1, [(0, 2, ACCEPT)]), node=node)
+    return g, t, await s.coordinator(g)
+
+
+async def _emptied(s: Session) -> tuple[str, str, int]:
+    """`_accepted`, then the member leaves: an empty group with state for the topic."""
+    g, t, node = await _accepted(s)
+    await s.setup(_heartbeat(g, None, epoch=-1), node=node)
+    return g, t, node
+
+
+@scenario("DescribeShareGroupOffsets", "after-accept", "a group that accepted 3 records")
+async def dso_after_accept(s: Session) -> None:
+    g, t, node = await _accepted(s)
+    await s.call(_describe_offsets(g, [(t, [0])]), node=node)
+
+
+@scenario("DescribeShareGroupOffsets", "whole-group", "topics null: every partition with state")
+async def dso_whole_group(s: Session) -> None:
+    g, _t, node = await _accepted(s)
+    await s.call(_describe_offsets(g, None), node=node)
+
+
+@scenario("DescribeShareGroupOffsets", "unknown-group", "a group id no group has, a real topic")
+async def dso_unknown_group(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_describe_offsets(g, [(t, [0])]), node=await s.coordinator(g))
+
+
+@scenario("DescribeShareGroupOffsets", "unknown-topic", "a topic that does not exist")
+async def dso_unknown_topic(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_describe_offsets(g, [(s.name("none"), [0, 1])]), node=await s.coordinator(g))
+
+
+@scenario("DescribeShareGroupOffsets", "no-topics", "an empty topic list")
+async def dso_no_topics(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_describe_offsets(g, []), node=await s.coordinator(g))
+
+
+@scenario("AlterShareGroupOffsets", "empty-group", "reset an empty group to offset 1, describe")
+async def aso_empty(s: Session) -> None:
+    g, t, node = await _emptied(s)
+    await s.call(_alter_offsets(g, [(t, [(0, 1)])]), node=node)
+    await s.call(_describe_offsets(g, [(t, [0])]), node=node)
+
+
+@scenario("AlterShareGroupOffsets", "non-empty-group", "reset a group that has a member")
+async def aso_non_empty(s: Session) -> None:
+    g, t, node = await _accepted(s)
+    await s.call(_alter_offsets(g, [(t, [(0, 0)])]), node=node)
+
+
+@scenario("AlterShareGroupOffsets", "unknown-group", "reset a group id no group has")
+async def aso_unknown_group(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_alter_offsets(g, [(t, [(0, 0)])]), node=await s.coordinator(g))
+
+
+@scenario(
+    "AlterShareGroupOffsets", "unknown-partitions", "an unknown topic and a partition past the end"
+)
+async def aso_unknown_partitions(s: Session) -> None:
+    g, t, node = await _emptied(s)
+    await s.call(_alter_offsets(g, [(s.name("none"), [(0, 0)]), (t, [(0, 2), (5, 0)])]), node=node)
+
+
+@scenario("DeleteShareGroupOffsets", "empty-group", "delete an empty group's offsets, describe")
+async def dlo_empty(s: Session) -> None:
+    g, t, node = await _emptied(s)
+    await s.call(_delete_offsets(g, [t]), node=node)
+    await s.call(_describe_offsets(g, [(t, [0])]), node=node)
+
+
+@scenario("DeleteShareGroupOffsets", "non-empty-group", "delete offsets of a group with a member")
+async def dlo_non_empty(s: Session) -> None:
+    g, t, node = await _accepted(s)
+    await s.call(_delete_offsets(g, [t]), node=node)
+
+
+@scenario("DeleteShareGroupOffsets", "unknown-group", "delete offsets of a group id no group has")
+async def dlo_unknown_group(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_delete_offsets(g, [t]), node=await s.coordinator(g))
+
+
+@scenario(
+    "DeleteShareGroupOffsets", "no-state", "an unknown topic and one the group never consumed"
+)
+async def dlo_no_state(s: Session) -> None:
+    g, _t, node = await _emptied(s)
+    other = await s.create_topic("o")
+    await s.call(_delete_offsets(g, [s.name("none"), other]), node=node)
+
+
+@scenario("DeleteGroups", "share-group", "delete an empty share group, then describe it")
+async def dg_share(s: Session) -> None:
+    g, _t, node = await _emptied(s)
+    await s.call(DeleteGroupsRequest(groups_names=[g]), node=node)
+    await s.call(ShareGroupDescribeRequest(group_ids=[g]), node=node)
+
+
+@scenario("DeleteGroups", "non-empty-share-group", "delete a share group that has a member")
+async def dg_share_non_empty(s: Session) -> None:
+    g, _t, node = await _accepted(s)
+    await s.call(DeleteGroupsRequest(groups_names=[g]), node=node)
+
+
+@scenario("DescribeGroups", "share-group", "DescribeGroups of a share group's id")
+async def dg_describe_share(s: Session) -> None:
+    g, _t, node = await _accepted(s)
+    await s.call(DescribeGroupsRequest(groups=[g]), node=node)

@@ -4,11 +4,17 @@ Kafka writes this state to ``__share_group_state`` through its share coordinator
 keeps it in the memory of the cluster: every broker of one process reaches the same
 persister, so a partition's new leader resumes its share groups where the old one stopped,
 but nothing survives the process.
+
+Besides the leaders' own writes, the group coordinator resets a partition's state
+(AlterShareGroupOffsets) or deletes it (DeleteShareGroupOffsets, DeleteGroups): the
+leaders hear of it through `on_reset` and drop what they hold of it, reading the new state
+on their next use.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterable
 
 from .share_partition import PartitionState
 
@@ -22,6 +28,9 @@ class ShareStatePersister:
 
     def __init__(self) -> None:
         self._states: dict[_Key, PartitionState] = {}
+        #: Called with (group id, topic id, partition) when the coordinator replaces or
+        #: deletes a partition's state.
+        self.on_reset: list[Callable[[str, uuid.UUID, int], None]] = []
 
     def read(self, group_id: str, topic_id: uuid.UUID, partition: int) -> PartitionState | None:
         return self._states.get((group_id, topic_id, partition))
@@ -31,9 +40,27 @@ class ShareStatePersister:
     ) -> None:
         self._states[(group_id, topic_id, partition)] = state
 
-    def delete_group(self, group_id: str) -> None:
-        for key in [k for k in self._states if k[0] == group_id]:
+    def initialize(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int
+    ) -> None:
+        """The partition starts again at ``start_offset``, nothing in flight."""
+        self._states[(group_id, topic_id, partition)] = PartitionState(
+            start_offset, start_offset, {}
+        )
+        self._reset((group_id, topic_id, partition))
+
+    def delete(self, group_id: str, topic_ids: Iterable[uuid.UUID] | None = None) -> None:
+        """Forget the group's state of those topics (of every topic when None)."""
+        wanted = None if topic_ids is None else set(topic_ids)
+        for key in [
+            k for k in self._states if k[0] == group_id and (wanted is None or k[1] in wanted)
+        ]:
             del self._states[key]
+            self._reset(key)
+
+    def _reset(self, key: _Key) -> None:
+        for listener in self.on_reset:
+            listener(*key)
 
     def groups(self) -> set[str]:
         return {k[0] for k in self._states}

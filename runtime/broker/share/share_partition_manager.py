@@ -88,14 +88,21 @@ def _next_epoch(epoch: int) -> int:
 class _LockTimeout(DelayedOperation):
     """The acquisition lock of some records: they are released when it runs out."""
 
-    __slots__ = ("_manager", "_key", "_lock")
+    __slots__ = ("_manager", "_key", "_partition", "_lock")
 
     def __init__(
-        self, manager: SharePartitionManager, key: tuple[str, Key], lock: int, delay_ms: int
+        self,
+        manager: SharePartitionManager,
+        key: tuple[str, Key],
+        partition: SharePartition,
+        lock: int,
+        delay_ms: int,
     ) -> None:
         super().__init__(delay_ms)
         self._manager = manager
         self._key = key
+        #: Lock tokens are the partition's own: a partition read again has new ones.
+        self._partition = partition
         self._lock = lock
 
     def try_complete(self) -> bool:
@@ -103,7 +110,7 @@ class _LockTimeout(DelayedOperation):
 
     def on_complete(self) -> None:
         if self.is_expired:
-            self._manager._lock_expired(self._key, self._lock)
+            self._manager._lock_expired(self._key, self._partition, self._lock)
 
 
 def _batches(records: bytes) -> list[tuple[int, int, bytes]]:
@@ -142,6 +149,7 @@ class SharePartitionManager:
             "ShareLock", timer_factory()
         )
         replica_manager.role_listeners.append(self._on_role_change)
+        persister.on_reset.append(self._on_reset)
 
     def _cfg(self, name: str) -> int:
         return self.configs.broker_int(name, self.node_id)
@@ -302,7 +310,7 @@ class SharePartitionManager:
         limit = self._cfg("group.share.delivery.count.limit")
         locks = self._cfg("group.share.partition.max.record.locks")
         state = self.persister.read(group_id, *k)
-        if state is None:
+        if state is None or state.start_offset < 0:
             sp = SharePartition(partition.high_watermark, limit, locks)
             self._persist(group_id, k, sp)
         else:
@@ -311,7 +319,9 @@ class SharePartitionManager:
         return sp
 
     def _persist(self, group_id: str, k: Key, sp: SharePartition) -> None:
-        self.persister.write(group_id, k[0], k[1], sp.snapshot())
+        state = sp.snapshot()
+        state.leader_epoch = self._current_leader(k)[1]
+        self.persister.write(group_id, k[0], k[1], state)
 
     def _acquire_all(
         self,
@@ -360,7 +370,7 @@ class SharePartitionManager:
             budget -= sum(last - first + 1 for first, last, _ in ranges)
             result.acquired = ranges
             result.records = b"".join(batches[i][2] for i in sorted(used))
-            self._lock(group_id, k, lock)
+            self._lock(group_id, k, sp, lock)
             self._persist(group_id, k, sp)
         return waiting
 
@@ -378,19 +388,22 @@ class SharePartitionManager:
             finally:
                 self._persist(group_id, k, sp)
                 if renewed:
-                    self._lock(group_id, k, renewal)
+                    self._lock(group_id, k, sp, renewal)
         except KafkaError as e:
             return e
         return None
 
-    def _lock(self, group_id: str, k: Key, lock: int) -> None:
-        op = _LockTimeout(self, (group_id, k), lock, self.lock_duration_ms)
+    def _lock(self, group_id: str, k: Key, sp: SharePartition, lock: int) -> None:
+        op = _LockTimeout(self, (group_id, k), sp, lock, self.lock_duration_ms)
         self._locks.try_complete_else_watch(op, [(group_id, k)])
 
-    def _lock_expired(self, key: tuple[str, Key], lock: int) -> None:
-        sp = self._partitions.get(key)
-        if sp is not None and sp.expire(lock):
+    def _lock_expired(self, key: tuple[str, Key], sp: SharePartition, lock: int) -> None:
+        if self._partitions.get(key) is sp and sp.expire(lock):
             self._persist(key[0], key[1], sp)
+
+    def _on_reset(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        # The coordinator replaced or deleted the state: the next use reads it again.
+        self._partitions.pop((group_id, (topic_id, partition)), None)
 
     def _on_role_change(self, partition: Partition, leader: bool) -> None:
         # Another broker may change the state while this one does not lead: read it
@@ -399,12 +412,6 @@ class SharePartitionManager:
         for group_id, k in list(self._partitions):
             if k[1] == tp.partition and self.metadata.topic_names.get(k[0]) == tp.topic:
                 del self._partitions[(group_id, k)]
-
-    # -- what describing and listing read ---------------------------------------------
-
-    def start_offsets(self, group_id: str) -> dict[Key, int]:
-        """The share-partition start offset of each partition the group has state for."""
-        return {k: s.start_offset for k, s in self.persister.partitions_of(group_id).items()}
 
     def shutdown(self) -> None:
         self._locks.shutdown()
