@@ -47,4 +47,6 @@ def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> None:
     if not allowed:
         done(answered)
         return
-    ctx.broker.group_coordinator.delete_groups(allowed, lambda results: done({**results, **answered}))
+    ctx.broker.group_coordinator.delete_groups(
+        allowed, lambda results: done({**results, **answered})
+    )

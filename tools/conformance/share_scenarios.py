@@ -331,12 +331,14 @@ def _describe_offsets(group: str, topics: list[tuple[str, list[int]]] | None) ->
         groups=[
             D.DescribeShareGroupOffsetsRequestGroup(
                 group_id=group,
-                topics=None
-                if topics is None
-                else [
-                    D.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=parts)
-                    for t, parts in topics
-                ],
+                topics=(
+                    None
+                    if topics is None
+                    else [
+                        D.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=parts)
+                        for t, parts in topics
+                    ]
+                ),
             )
         ]
     )

@@ -133,7 +133,7 @@ class ShareGroupManager:
         if group is None:
             raise GroupIdNotFoundError(f"Group {group_id} not found.")
         if group.members:
-            raise NonEmptyGroupError(f"Share group {group_id} is not empty.")
+            raise NonEmptyGroupError("The group is not empty.")  # Kafka's words: tools print them
         return group
 
     def delete(self, group_id: str) -> None:
@@ -142,7 +142,9 @@ class ShareGroupManager:
         del self.groups[group_id]
         self.persister.delete(group_id)
 
-    def offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None) -> list[TopicOffsets]:
+    def offsets(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None
+    ) -> list[TopicOffsets]:
         """The start of each partition asked for, or with None of every partition the group
         has state for (as Kafka, only that needs this broker to coordinate the group). A
         group or topic without state is no error: its partitions have none."""
