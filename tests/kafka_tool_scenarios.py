@@ -409,6 +409,35 @@ def _(s: Side) -> list[Output]:
     ]
 
 
+@scenario("kafka-configs/group-add-describe-delete")
+def _(s: Side) -> list[Output]:
+    u = ("--entity-type", "groups", "--entity-name", s.name("cg"))
+    set_ = "share.record.lock.duration.ms=20000,share.auto.offset.reset=by_duration:PT1H"
+    return [
+        configs(s, *u, "--alter", "--add-config", set_),
+        configs(s, *u, "--describe"),
+        configs(s, *u, "--describe", "--all"),
+        configs(s, *u, "--alter", "--delete-config", "share.auto.offset.reset"),
+        configs(s, *u, "--describe"),
+    ]
+
+
+@scenario("kafka-configs/group-bad-values")
+def _(s: Side) -> list[Output]:
+    u = ("--entity-type", "groups", "--entity-name", s.name("cgb"))
+    bad = (
+        "share.record.lock.duration.ms=100",
+        "share.record.lock.duration.ms=70000",
+        "share.delivery.count.limit=11",
+        "share.auto.offset.reset=middle",
+        "share.isolation.level=dirty",
+        "share.renew.acknowledge.enable=maybe",
+        "consumer.session.timeout.ms=5000",
+        "share.bogus=1",
+    )
+    return [configs(s, *u, "--alter", "--add-config", b) for b in bad]
+
+
 @scenario("kafka-configs/quota-user")
 def _(s: Side) -> list[Output]:
     u = ("--entity-type", "users", "--entity-name", s.name("alice"))

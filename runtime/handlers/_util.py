@@ -20,6 +20,7 @@ from kafkagen.runtime.errors import (
     DelegationTokenAuthDisabledError,
     DelegationTokenRequestNotAllowedError,
     ErrorCode,
+    GroupAuthorizationFailedError,
     KafkaError,
     TopicAuthorizationFailedError,
 )
@@ -92,9 +93,12 @@ def require_config_access(
     ctx: RequestContext, resource_type: int, name: str, operation: int
 ) -> None:
     """DESCRIBE_CONFIGS or ALTER_CONFIGS on a config resource: the topic for a topic (29
-    otherwise), the cluster for a broker or its loggers (31 otherwise)."""
+    otherwise), the group for a group (30 otherwise), the cluster for a broker or its
+    loggers (31 otherwise)."""
     if resource_type == ConfigResourceType.TOPIC:
         require(ctx, operation, ResourceType.TOPIC, name, TopicAuthorizationFailedError)
+    elif resource_type == ConfigResourceType.GROUP:
+        require(ctx, operation, ResourceType.GROUP, name, GroupAuthorizationFailedError)
     else:
         require(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthorizationFailedError)
 

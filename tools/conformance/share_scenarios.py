@@ -11,8 +11,10 @@ from kafkagen.generated.alter_share_group_offsets import AlterShareGroupOffsetsR
 from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kafkagen.generated.delete_groups import DeleteGroupsRequest
 from kafkagen.generated.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
+from kafkagen.generated.describe_configs import DescribeConfigsRequest
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
 from kafkagen.generated.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
+from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.share_acknowledge import ShareAcknowledgeRequest
 from kafkagen.generated.share_fetch import ShareFetchRequest
@@ -25,6 +27,8 @@ from .messages import batch
 #: Member ids: a share consumer names itself.
 MEMBER = "share-member-0000000001"
 ACCEPT, RELEASE = 1, 2
+#: The GROUP config resource type.
+GROUP_RESOURCE = 32
 #: How long the first fetch after producing may wait: Kafka's can complete before it sees
 #: records the producer was just told are written.
 FIRST_FETCH_WAIT_MS = 2000
@@ -491,3 +495,72 @@ async def dg_share_non_empty(s: Session) -> None:
 async def dg_describe_share(s: Session) -> None:
     g, _t, node = await _accepted(s)
     await s.call(DescribeGroupsRequest(groups=[g]), node=node)
+
+
+# ---------------------------------------------------------------------- group configs
+
+
+def _group_configs(group: str, **configs: str) -> IncrementalAlterConfigsRequest:
+    """Set ``configs`` (``_`` standing for ``.``) on the group's config resource."""
+    I = IncrementalAlterConfigsRequest  # noqa: E741 - the message's initial, as elsewhere
+    return I(
+        resources=[
+            I.AlterConfigsResource(
+                resource_type=GROUP_RESOURCE,
+                resource_name=group,
+                configs=[
+                    I.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
+                    for k, v in configs.items()
+                ],
+            )
+        ],
+        validate_only=False,
+    )
+
+
+@scenario(
+    "IncrementalAlterConfigs",
+    "share-group-earliest",
+    "share.auto.offset.reset=earliest on a group: records from before the join are delivered",
+)
+async def gc_earliest(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_group_configs(g, share_auto_offset_reset="earliest"))
+    await s.produced(t, batch(3))
+    await _joined(s, g, t)
+    node = await s.leader(t)
+    await s.setup(_fetch(s, g, t, 0), node=node)
+    await s.setup(_fetch(s, g, t, 1, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
+    # The records before the member joined were acquired (by whichever fetch: Kafka
+    # starts the partition in the background): accepting them succeeds.
+    await s.call(_ack(s, g, t, 2, [(0, 2, ACCEPT)]), node=node)
+
+
+@scenario("DescribeConfigs", "group", "a group's configs after two are set")
+async def gc_describe(s: Session) -> None:
+    g = s.name("g")
+    await s.setup(
+        _group_configs(
+            g, share_record_lock_duration_ms="20000", share_isolation_level="read_committed"
+        )
+    )
+    D = DescribeConfigsRequest
+    await s.call(
+        D(
+            resources=[
+                D.DescribeConfigsResource(
+                    resource_type=GROUP_RESOURCE, resource_name=g, configuration_keys=None
+                )
+            ],
+            include_synonyms=True,
+        )
+    )
+
+
+@scenario("IncrementalAlterConfigs", "group-bad-values", "group configs Kafka refuses")
+async def gc_bad(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_group_configs(g, share_record_lock_duration_ms="100"))
+    await s.call(_group_configs(g, share_session_timeout_ms="1000"))
+    await s.call(_group_configs(g, share_unknown="1"))

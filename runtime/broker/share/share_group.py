@@ -28,6 +28,7 @@ from kafkagen.runtime.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from ..config.group_configs import group_setting
 from ..config.store import ConfigStore
 from ..coordinator.coordinator_log import CoordinatorLog
 from ..metadata.cluster_metadata import ClusterMetadata
@@ -103,6 +104,12 @@ class ShareGroupManager:
 
     def _cfg(self, name: str) -> int:
         return self.configs.broker_int(name, self.node_id)
+
+    def _group_cfg(self, group_id: str, name: str) -> str:
+        """A group config of ``group_id`` (its own, else the broker's)."""
+        return group_setting(
+            self.configs, self.metadata.group_configs, group_id, name, self.node_id
+        )
 
     def owned_groups(self) -> list[ShareGroup]:
         """The share groups this broker coordinates, their expired members removed."""
@@ -234,7 +241,7 @@ class ShareGroupManager:
             del group.members[member_id]
             self._reassign(group)
             return HeartbeatResult(member_id, LEAVE_EPOCH, 0, None)
-        interval = self._cfg("group.share.heartbeat.interval.ms")
+        interval = int(self._group_cfg(group_id, "share.heartbeat.interval.ms"))
         if member is None:
             if member_epoch != 0:
                 raise UnknownMemberIdError(f"member {member_id} is not in group {group_id}")
@@ -250,7 +257,8 @@ class ShareGroupManager:
                 f"member {member_id} is at epoch {member.member_epoch}, not {member_epoch}"
             )
         assert group is not None
-        member.deadline = self.log.now_ms() + self._cfg("group.share.session.timeout.ms")
+        timeout = int(self._group_cfg(group_id, "share.session.timeout.ms"))
+        member.deadline = self.log.now_ms() + timeout
         if subscribed is not None and subscribed != member.subscribed:
             member.subscribed = list(subscribed)
         self._reassign(group)

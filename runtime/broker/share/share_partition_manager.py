@@ -32,6 +32,7 @@ from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgato
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
+from ..config.group_configs import group_setting, reset_duration_ms
 from ..config.store import ConfigStore
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..storage.partition import Partition
@@ -154,9 +155,14 @@ class SharePartitionManager:
     def _cfg(self, name: str) -> int:
         return self.configs.broker_int(name, self.node_id)
 
-    @property
-    def lock_duration_ms(self) -> int:
-        return self._cfg("group.share.record.lock.duration.ms")
+    def _group_cfg(self, group_id: str, name: str) -> str:
+        """A group config of ``group_id`` (its own, else the broker's)."""
+        return group_setting(
+            self.configs, self.metadata.group_configs, group_id, name, self.node_id
+        )
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return int(self._group_cfg(group_id, "share.record.lock.duration.ms"))
 
     # -- sessions -----------------------------------------------------------------------
 
@@ -307,16 +313,31 @@ class SharePartitionManager:
         sp = self._partitions.get((group_id, k))
         if sp is not None:
             return sp
-        limit = self._cfg("group.share.delivery.count.limit")
-        locks = self._cfg("group.share.partition.max.record.locks")
+        limit = int(self._group_cfg(group_id, "share.delivery.count.limit"))
+        locks = int(self._group_cfg(group_id, "share.partition.max.record.locks"))
         state = self.persister.read(group_id, *k)
         if state is None or state.start_offset < 0:
-            sp = SharePartition(partition.high_watermark, limit, locks)
+            sp = SharePartition(self._reset_offset(group_id, partition), limit, locks)
             self._persist(group_id, k, sp)
         else:
             sp = SharePartition.restore(state, limit, locks)
         self._partitions[(group_id, k)] = sp
         return sp
+
+    def _reset_offset(self, group_id: str, partition: Partition) -> int:
+        """Where a partition new to the group starts (``share.auto.offset.reset``): the
+        log's start, its high watermark, or the first record since a while ago."""
+        reset = self._group_cfg(group_id, "share.auto.offset.reset")
+        log = partition.log
+        if reset.lower() == "earliest":
+            return log.log_start_offset
+        back = reset_duration_ms(reset)
+        if back is None:
+            return partition.high_watermark
+        found = log.offset_for_timestamp(
+            self.replica_manager.time_ms() - back, partition.high_watermark
+        )
+        return partition.high_watermark if found is None else found[0]
 
     def _persist(self, group_id: str, k: Key, sp: SharePartition) -> None:
         state = sp.snapshot()
@@ -394,7 +415,7 @@ class SharePartitionManager:
         return None
 
     def _lock(self, group_id: str, k: Key, sp: SharePartition, lock: int) -> None:
-        op = _LockTimeout(self, (group_id, k), sp, lock, self.lock_duration_ms)
+        op = _LockTimeout(self, (group_id, k), sp, lock, self.lock_duration_ms(group_id))
         self._locks.try_complete_else_watch(op, [(group_id, k)])
 
     def _lock_expired(self, key: tuple[str, Key], sp: SharePartition, lock: int) -> None:
