@@ -386,18 +386,19 @@ class ClusterMetadata:
 
     def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
         """Replace a group's configs; with none left it has none."""
-        if configs:
-            self.group_configs[group_id] = dict(configs)
-        else:
-            self.group_configs.pop(group_id, None)
-        self.changed()
+        self._replace_configs(self.group_configs, group_id, configs)
 
     def set_client_metrics(self, name: str, configs: dict[str, str]) -> None:
         """Replace a client metrics resource's configs; with none left it is gone."""
+        self._replace_configs(self.client_metrics, name, configs)
+
+    def _replace_configs(
+        self, resources: dict[str, dict[str, str]], name: str, configs: dict[str, str]
+    ) -> None:
         if configs:
-            self.client_metrics[name] = dict(configs)
+            resources[name] = dict(configs)
         else:
-            self.client_metrics.pop(name, None)
+            resources.pop(name, None)
         self.changed()
 
     # -- eligible leader replicas (KIP-966) -------------------------------------------
