@@ -40,6 +40,7 @@ from .release_presets import PRESET_CONFIG, preset_caps, preset_floors, preset_g
 from .security.authorizer import Authorizer
 from .security.listeners import Session
 from .security.sasl import Credentials
+from .share.share_coordinator import ShareCoordinator
 from .share.share_group import ShareGroupManager
 from .share.share_partition_manager import SharePartitionManager
 from .storage.replica_manager import ReplicaManager
@@ -202,6 +203,8 @@ class BrokerServices:
     #: Share groups this broker coordinates, and its share sessions and partitions.
     share_groups: ShareGroupManager
     share_partitions: SharePartitionManager
+    #: The share partitions' state this broker coordinates (``__share_group_state``).
+    share_coordinator: ShareCoordinator
     #: Client metrics subscriptions and the pushes received (KIP-714).
     telemetry: ClientTelemetry
 

@@ -124,6 +124,7 @@ class Broker(MetadataListener):
                 node_id, self.configs, md, self.group_coordinator.log, cluster.share_state
             ),
             share_partitions=share_partitions,
+            share_coordinator=self.share_coordinator,
             telemetry=ClientTelemetry(
                 md,
                 self.configs.broker_int("telemetry.max.bytes", node_id),

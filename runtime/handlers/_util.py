@@ -39,6 +39,7 @@ __all__ = [
     "require",
     "share_acks",
     "share_answer",
+    "share_state_answer",
 ]
 
 
@@ -418,3 +419,36 @@ def share_answer(
         for b in (ctx.advertised(md.brokers[n]) for n in sorted(leaders) if n in md.brokers)
     ]
     ctx.respond(response)
+
+
+def share_state_answer(
+    ctx: RequestContext,
+    request: Any,
+    results: Any,
+    result_type: Any,
+    partition_type: Any,
+    fill: Callable[[tuple[str, uuid.UUID, int], Any, Any], None],
+) -> None:
+    """Answer one of the share-group state APIs (83-87) partition by partition: ``fill(key,
+    the request's partition, its result)`` runs the share coordinator's operation, whose
+    error becomes the partition's. As Kafka: CLUSTER_ACTION on the cluster is needed
+    (CLUSTER_AUTHORIZATION_FAILED for every partition), and an empty group id or a topic
+    without partitions answers no results."""
+    if not request.group_id or any(not t.partitions for t in request.topics):
+        ctx.respond(results(results=[]))
+        return
+    allowed = ctx.allowed(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+    out = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            r = partition_type(partition=p.partition, error_code=0, error_message=None)
+            try:
+                if not allowed:
+                    raise ClusterAuthorizationFailedError()
+                fill((request.group_id, t.topic_id, p.partition), p, r)
+            except KafkaError as e:
+                r.error_code, r.error_message = e.code, e.message
+            parts.append(r)
+        out.append(result_type(topic_id=t.topic_id, partitions=parts))
+    ctx.respond(results(results=out))

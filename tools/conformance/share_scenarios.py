@@ -11,15 +11,21 @@ from kafkagen.generated.alter_share_group_offsets import AlterShareGroupOffsetsR
 from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kafkagen.generated.delete_groups import DeleteGroupsRequest
 from kafkagen.generated.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
+from kafkagen.generated.delete_share_group_state import DeleteShareGroupStateRequest
 from kafkagen.generated.describe_configs import DescribeConfigsRequest
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
 from kafkagen.generated.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
+from kafkagen.generated.initialize_share_group_state import InitializeShareGroupStateRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
+from kafkagen.generated.read_share_group_state import ReadShareGroupStateRequest
+from kafkagen.generated.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
 from kafkagen.generated.share_acknowledge import ShareAcknowledgeRequest
 from kafkagen.generated.share_fetch import ShareFetchRequest
 from kafkagen.generated.share_group_describe import ShareGroupDescribeRequest
 from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
+from kafkagen.generated.write_share_group_state import WriteShareGroupStateRequest
+from kafkagen.runtime.jsonform import uuid_to_json
 
 from .core import Session, scenario
 from .messages import batch
@@ -27,8 +33,11 @@ from .messages import batch
 #: Member ids: a share consumer names itself.
 MEMBER = "share-member-0000000001"
 ACCEPT, RELEASE = 1, 2
-#: The GROUP config resource type.
-GROUP_RESOURCE = 32
+#: FindCoordinator's key type of a share partition (its share coordinator).
+SHARE_KEY = 2
+NOT_COORDINATOR, LOADING = 16, 14
+#: The GROUP config resource type, and the source of a config set on a group.
+GROUP_RESOURCE, DYNAMIC_GROUP_CONFIG = 32, 8
 #: How long the first fetch after producing may wait: Kafka's can complete before it sees
 #: records the producer was just told are written.
 FIRST_FETCH_WAIT_MS = 2000
@@ -546,16 +555,21 @@ async def gc_describe(s: Session) -> None:
         )
     )
     D = DescribeConfigsRequest
-    await s.call(
-        D(
-            resources=[
-                D.DescribeConfigsResource(
-                    resource_type=GROUP_RESOURCE, resource_name=g, configuration_keys=None
-                )
-            ],
-            include_synonyms=True,
-        )
+    describe = D(
+        resources=[
+            D.DescribeConfigsResource(
+                resource_type=GROUP_RESOURCE, resource_name=g, configuration_keys=None
+            )
+        ],
+        include_synonyms=True,
     )
+    # Kafka's brokers learn group configs from the controller's log, a moment later.
+    for _ in range(50):
+        r = await s.setup(describe)
+        if any(c.config_source == DYNAMIC_GROUP_CONFIG for c in r.results[0].configs):
+            break
+        await asyncio.sleep(0.2)
+    await s.call(describe)
 
 
 @scenario("IncrementalAlterConfigs", "group-bad-values", "group configs Kafka refuses")
@@ -564,3 +578,125 @@ async def gc_bad(s: Session) -> None:
     await s.call(_group_configs(g, share_record_lock_duration_ms="100"))
     await s.call(_group_configs(g, share_session_timeout_ms="1000"))
     await s.call(_group_configs(g, share_unknown="1"))
+
+
+# ---------------------------------------------------------------------- share-group state
+
+
+def _state_request(cls: Any, group: str, topic_id: Any, **partition: Any) -> Any:
+    """One of the share-group state requests for partition 0 of ``topic_id``."""
+    topic = next(
+        n
+        for n in vars(cls).values()
+        if isinstance(n, type) and n.__name__.endswith("Data") and n is not cls.PartitionData
+    )
+    return cls(
+        group_id=group,
+        topics=[topic(topic_id=topic_id, partitions=[cls.PartitionData(partition=0, **partition)])],
+    )
+
+
+async def _state_node(s: Session) -> tuple[str, Any, int]:
+    """A new topic and group, and the share coordinator of their partition 0 once it
+    serves it (Kafka's loads ``__share_group_state`` after answering FindCoordinator)."""
+    t = await s.create_topic()
+    g = s.name("g")
+    topic_id = s.topic_uuids[t]
+    node = await s.coordinator(f"{g}:{uuid_to_json(topic_id)}:0", SHARE_KEY)
+    for _ in range(100):
+        r = await s.setup(_summary(g, topic_id), node=node)
+        if r.results[0].partitions[0].error_code not in (NOT_COORDINATOR, LOADING):
+            break
+        await asyncio.sleep(0.2)
+    return g, topic_id, node
+
+
+def _initialize(g: str, topic_id: Any, epoch: int, start: int) -> Any:
+    return _state_request(
+        InitializeShareGroupStateRequest, g, topic_id, state_epoch=epoch, start_offset=start
+    )
+
+
+def _summary(g: str, topic_id: Any) -> Any:
+    return _state_request(ReadShareGroupStateSummaryRequest, g, topic_id, leader_epoch=0)
+
+
+def _write(
+    g: str, topic_id: Any, state_epoch: int, batches: list[tuple[int, int, int, int]]
+) -> Any:
+    W = WriteShareGroupStateRequest
+    return _state_request(
+        W,
+        g,
+        topic_id,
+        state_epoch=state_epoch,
+        leader_epoch=0,
+        start_offset=5,
+        delivery_complete_count=1,
+        state_batches=[
+            W.StateBatch(first_offset=a, last_offset=b, delivery_state=c, delivery_count=d)
+            for a, b, c, d in batches
+        ],
+    )
+
+
+@scenario("InitializeShareGroupState", "new", "initialise a share partition at 5, then read it")
+async def ss_initialize(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.call(_initialize(g, topic_id, 0, 5), node=node)
+    await s.call(_summary(g, topic_id), node=node)
+
+
+@scenario("InitializeShareGroupState", "older-epoch", "initialise at state epoch 1 after 3")
+async def ss_initialize_fenced(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 3, 5), node=node)
+    await s.call(_initialize(g, topic_id, 1, 0), node=node)
+
+
+@scenario("ReadShareGroupState", "initialized", "read a share partition initialised at 5")
+async def ss_read(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 0, 5), node=node)
+    await s.call(_state_request(ReadShareGroupStateRequest, g, topic_id, leader_epoch=0), node=node)
+
+
+@scenario("ReadShareGroupState", "uninitialized", "read a share partition that has no state")
+async def ss_read_none(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.call(_state_request(ReadShareGroupStateRequest, g, topic_id, leader_epoch=0), node=node)
+
+
+@scenario("WriteShareGroupState", "write-and-read", "write two batches, then read the state")
+async def ss_write(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 0, 5), node=node)
+    await s.call(_write(g, topic_id, 0, [(5, 6, 2, 1), (7, 9, 0, 2)]), node=node)
+    await s.call(_state_request(ReadShareGroupStateRequest, g, topic_id, leader_epoch=0), node=node)
+
+
+@scenario("WriteShareGroupState", "uninitialized", "write to a share partition with no state")
+async def ss_write_none(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.call(_write(g, topic_id, 0, [(5, 6, 2, 1)]), node=node)
+
+
+@scenario("WriteShareGroupState", "older-state-epoch", "write at state epoch 1 after 3")
+async def ss_write_fenced(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 3, 5), node=node)
+    await s.call(_write(g, topic_id, 1, [(5, 6, 2, 1)]), node=node)
+
+
+@scenario("DeleteShareGroupState", "delete-and-summary", "delete a share partition's state")
+async def ss_delete(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 0, 5), node=node)
+    await s.call(_state_request(DeleteShareGroupStateRequest, g, topic_id), node=node)
+    await s.call(_summary(g, topic_id), node=node)
+
+
+@scenario("ReadShareGroupStateSummary", "uninitialized", "the summary of a partition without state")
+async def ss_summary_none(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.call(_summary(g, topic_id), node=node)

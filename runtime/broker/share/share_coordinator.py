@@ -25,6 +25,12 @@ from kafkagen.generated.share_snapshot_key import ShareSnapshotKey
 from kafkagen.generated.share_snapshot_value import ShareSnapshotValue
 from kafkagen.generated.share_update_key import ShareUpdateKey
 from kafkagen.generated.share_update_value import ShareUpdateValue
+from kafkagen.runtime.errors import (
+    FencedLeaderEpochError,
+    FencedStateEpochError,
+    InvalidRequestError,
+    UnknownTopicOrPartitionError,
+)
 from kafkagen.runtime.jsonform import uuid_to_json
 from kafkagen.runtime.records import Record, iter_batches
 
@@ -118,6 +124,67 @@ class ShareCoordinator:
     def check_owner(self, key: Key) -> None:
         """Raise NOT_COORDINATOR (or COORDINATOR_NOT_AVAILABLE) unless this broker owns it."""
         self.log.check_owner(coordinator_key(key))
+
+    # -- the share-group state APIs (Kafka's checks, in its order) ----------------------
+
+    def _check(self, key: Key, initialized: bool = False) -> ShareState | None:
+        """The state, after Kafka's checks: this broker coordinates the key, the
+        partition is not negative, the state exists when ``initialized`` (INVALID_REQUEST
+        otherwise), the topic and partition exist (UNKNOWN_TOPIC_OR_PARTITION)."""
+        self.check_owner(key)
+        if key[2] < 0:
+            raise InvalidRequestError("The partition id must not be negative.")
+        state = self.states.get(key)
+        if initialized and state is None:
+            raise InvalidRequestError(f"The share partition {coordinator_key(key)} has no state.")
+        name = self.log.metadata.topic_names.get(key[1])
+        if name is None or self.log.metadata.partition(name, key[2]) is None:
+            raise UnknownTopicOrPartitionError()
+        return state
+
+    def initialize_state(self, key: Key, state_epoch: int, start_offset: int) -> None:
+        """InitializeShareGroupState: a new snapshot, unless it is older (FENCED_STATE_EPOCH)."""
+        old = self._check(key)
+        if state_epoch != -1 and old is not None and old.state_epoch > state_epoch:
+            raise FencedStateEpochError()
+        self.snapshot(key, ShareState(state_epoch, 0, start_offset, 0))
+
+    def read_state(self, key: Key, leader_epoch: int) -> ShareState:
+        """ReadShareGroupState: the state, its leader epoch moved to the reader's."""
+        state = self._check(key, initialized=True)
+        assert state is not None
+        if state.leader_epoch > leader_epoch:
+            raise FencedLeaderEpochError()
+        if leader_epoch != -1 and leader_epoch != state.leader_epoch:
+            self.update(key, leader_epoch, -1, state.delivery_complete_count, [])
+        return state
+
+    def write_state(
+        self,
+        key: Key,
+        leader_epoch: int,
+        state_epoch: int,
+        start_offset: int,
+        delivery_complete_count: int,
+        batches: list[StateBatch],
+    ) -> None:
+        """WriteShareGroupState, fenced by older leader or state epochs."""
+        state = self._check(key, initialized=True)
+        assert state is not None
+        if leader_epoch != -1 and state.leader_epoch > leader_epoch:
+            raise FencedLeaderEpochError()
+        if state_epoch != -1 and state.state_epoch > state_epoch:
+            raise FencedStateEpochError()
+        self.update(key, leader_epoch, start_offset, delivery_complete_count, batches)
+
+    def summary(self, key: Key) -> ShareState | None:
+        """ReadShareGroupStateSummary: the state, None if there is none (no error)."""
+        return self._check(key)
+
+    def delete_state(self, key: Key) -> None:
+        """DeleteShareGroupState: a tombstone if there is state (no error otherwise)."""
+        if self._check(key) is not None:
+            self.delete(key)
 
     # -- state changes ------------------------------------------------------------------
 
