@@ -34,8 +34,8 @@ R = AlterShareGroupOffsetsResponse
 def handle(ctx: RequestContext, request: AlterShareGroupOffsetsRequest) -> None:
     group_id = request.group_id
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, group_id):
-        error = GroupAuthorizationFailedError()
-        ctx.respond(R(error_code=error.code, error_message=error.message))
+        denied = GroupAuthorizationFailedError()
+        ctx.respond(R(error_code=denied.code, error_message=denied.message))
         return
     md = ctx.broker.metadata
     refused: dict[str, KafkaError] = {}

@@ -20,6 +20,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafkagen.generated.share_snapshot_key import ShareSnapshotKey
 from kafkagen.generated.share_snapshot_value import ShareSnapshotValue
@@ -291,6 +292,7 @@ class ShareCoordinator:
             k = record_format.decode_key(raw_key, _KEYS)
             if k is None:
                 return
+            assert isinstance(k, ShareSnapshotKey | ShareUpdateKey)
             key: Key = (k.group_id, k.topic_id, k.partition)
             if raw_value is None:
                 self.states.pop(key, None)
@@ -337,7 +339,7 @@ def _value(value: ShareSnapshotValue | ShareUpdateValue) -> bytes:
     return record_format.value_bytes(value, 0)
 
 
-def _batch(cls: Callable[..., object], b: StateBatch) -> object:
+def _batch(cls: Any, b: StateBatch) -> Any:
     return cls(first_offset=b[0], last_offset=b[1], delivery_state=b[2], delivery_count=b[3])
 
 
