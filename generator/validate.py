@@ -496,6 +496,7 @@ def validate_directory(docs: Mapping[str, Mapping[str, Any]]) -> None:
     errors: list[SpecError] = []
     names: dict[str, str] = {}
     keyed: dict[tuple[str, int], str] = {}
+    families: dict[tuple[str, int, str], str] = {}
     for file in sorted(docs):
         doc = docs[file]
         name, kind, key = doc["name"], doc["type"], doc.get("apiKey")
@@ -519,6 +520,14 @@ def validate_directory(docs: Mapping[str, Mapping[str, Any]]) -> None:
                 )
             )
             continue
+        if kind in _RECORD_PAIRS:
+            # Each coordinator numbers its own record types (the transaction log and the
+            # share coordinator both have a type 0): a record family is its key and value.
+            stem = name.removesuffix("Key").removesuffix("Value")
+            if (kind, key, stem) in families:
+                errors.append(SpecError(file, name, f"record {kind} given twice", key))
+            families[kind, key, stem] = file
+            continue
         if (kind, key) in keyed:
             errors.append(
                 SpecError(
@@ -528,16 +537,16 @@ def validate_directory(docs: Mapping[str, Mapping[str, Any]]) -> None:
             continue
         keyed[kind, key] = file
 
+    for (kind, key, stem), file in sorted(families.items()):
+        if (_RECORD_PAIRS[kind], key, stem) not in families:
+            errors.append(
+                SpecError(
+                    file, docs[file]["name"], f"no {_RECORD_PAIRS[kind]} spec has this apiKey", key
+                )
+            )
+
     for (kind, key), file in sorted(keyed.items()):
         doc = docs[file]
-        if kind in _RECORD_PAIRS:
-            if (_RECORD_PAIRS[kind], key) not in keyed:
-                errors.append(
-                    SpecError(
-                        file, doc["name"], f"no {_RECORD_PAIRS[kind]} spec has this apiKey", key
-                    )
-                )
-            continue
         if kind == "metadata":
             continue
         other_kind = "response" if kind == "request" else "request"

@@ -15,6 +15,7 @@ import pytest
 from broker_helpers import WireClient
 from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest
+from kafkagen.generated.metadata import MetadataRequest
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.generated.share_fetch import ShareFetchRequest
 from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
@@ -98,43 +99,11 @@ def ack_errors(r: Any) -> list[int]:
 
 
 def run(cluster: BackgroundCluster, scenario: Any) -> None:
-    async def go() -> None:
-        host, port = cluster.bootstrap.rsplit(":", 1)
-        async with await connect(host, int(port)) as client:
-            await client.find_coordinators([GROUP])
-            topic = f"share-{uuid.uuid4().hex[:8]}"
-            C = CreateTopicsRequest
-            created = await client.request(
-                C(
-                    topics=[C.CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
-                    timeout_ms=10000,
-                )
-            )
-            topic_id = created.topics[0].topic_id
-
-            async def produce(count: int) -> None:
-                records = [Record(key=b"k%d" % i, value=b"v") for i in range(count)]
-                P = ProduceRequest
-                r = await client.request(
-                    P(
-                        acks=-1,
-                        timeout_ms=10000,
-                        topic_data=[
-                            P.TopicProduceData(
-                                name=topic,
-                                topic_id=topic_id,
-                                partition_data=[
-                                    P.PartitionProduceData(index=0, records=build_batch(records))
-                                ],
-                            )
-                        ],
-                    )
-                )
-                assert r.responses[0].partition_responses[0].error_code == 0
-
-            await scenario(client, topic, topic_id, produce)
-
-    asyncio.run(go())
+    """``scenario(client, topic, topic id, produce)`` on a new topic."""
+    topic = f"share-{uuid.uuid4().hex[:8]}"
+    _run_on(
+        cluster, topic, lambda client, topic_id, produce: scenario(client, topic, topic_id, produce)
+    )
 
 
 def test_a_record_released_up_to_the_delivery_limit_is_archived(cluster: BackgroundCluster) -> None:
@@ -226,8 +195,7 @@ def test_the_share_apis_are_advertised_while_share_version_is_finalized() -> Non
     with BackgroundCluster(1) as c:
         with WireClient(c.bootstrap) as w:
             keys = {
-                k.api_key: (k.min_version, k.max_version)
-                for k in w.call(18, 3, VERSIONS).api_keys
+                k.api_key: (k.min_version, k.max_version) for k in w.call(18, 3, VERSIONS).api_keys
             }
             assert [keys.get(k) for k in (76, 77, 78, 79)] == [(1, 1), (1, 1), (1, 2), (1, 2)]
             U = UpdateFeaturesRequest
@@ -245,3 +213,75 @@ def test_the_share_apis_are_advertised_while_share_version_is_finalized() -> Non
             assert r.error_code == 0
             keys = {k.api_key for k in w.call(18, 3, VERSIONS).api_keys}
             assert keys & {76, 77, 78, 79} == set() and 68 in keys
+
+
+def test_acknowledged_records_stay_done_across_a_restart(tmp_path: Any) -> None:
+    """The share state is read back from ``__share_group_state`` by a new process's
+    brokers (kept with ``log.dirs``): accepted records are not delivered again, the
+    others come again with their delivery counted."""
+    topic = "durable"
+    configs = {"log.dirs": str(tmp_path), "group.share.record.lock.duration.ms": "60000"}
+
+    async def first(client: Any, topic_id: uuid.UUID, produce: Any) -> None:
+        m = Member(client, topic_id, "m-first-0000000000001")
+        await m.join(topic)
+        await m.fetch()  # the group starts at the latest offset: nothing yet
+        await produce(5)
+        assert acquired(await m.fetch(wait_ms=2000)) == [(0, 4, 1)]
+        r = await m.fetch(acks=[(0, 2, AckType.ACCEPT)])
+        assert ack_errors(r) == [0]
+
+    async def second(client: Any, topic_id: uuid.UUID, produce: Any) -> None:
+        m = Member(client, topic_id, "m-second-000000000001")
+        await m.join(topic)
+        assert acquired(await m.fetch(wait_ms=2000)) == [(3, 4, 2)]
+
+    for scenario in (first, second):
+        with BackgroundCluster(brokers=1, configs=configs) as c:
+            _run_on(c, topic, scenario)
+            time.sleep(0.5)  # the last state records reach the log
+
+
+def _run_on(cluster: BackgroundCluster, topic: str, scenario: Any) -> None:
+    """``scenario(client, topic id, produce)`` on ``topic``, created if it is new."""
+
+    async def go() -> None:
+        host, port = cluster.bootstrap.rsplit(":", 1)
+        async with await connect(host, int(port)) as client:
+            await client.find_coordinators([GROUP])
+            C = CreateTopicsRequest
+            created = await client.request(
+                C(
+                    topics=[C.CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
+                    timeout_ms=10000,
+                )
+            )
+            topic_id = created.topics[0].topic_id
+            if created.topics[0].error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                M = MetadataRequest
+                md = await client.request(M(topics=[M.MetadataRequestTopic(name=topic)]))
+                topic_id = md.topics[0].topic_id
+
+            async def produce(count: int) -> None:
+                records = [Record(key=b"k%d" % i, value=b"v") for i in range(count)]
+                P = ProduceRequest
+                r = await client.request(
+                    P(
+                        acks=-1,
+                        timeout_ms=10000,
+                        topic_data=[
+                            P.TopicProduceData(
+                                name=topic,
+                                topic_id=topic_id,
+                                partition_data=[
+                                    P.PartitionProduceData(index=0, records=build_batch(records))
+                                ],
+                            )
+                        ],
+                    )
+                )
+                assert r.responses[0].partition_responses[0].error_code == 0
+
+            await scenario(client, topic_id, produce)
+
+    asyncio.run(go())

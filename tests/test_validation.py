@@ -806,6 +806,19 @@ def test_coordinator_records_pair_a_key_with_a_value_by_record_type() -> None:
     ]
 
 
+def test_coordinators_number_their_record_types_apart() -> None:
+    # The transaction log and the share coordinator both have a record type 0.
+    ours = [api(n, k, key=0, valid="0") for n, k in
+            (("LogKey", "coordinator-key"), ("LogValue", "coordinator-value"),
+             ("SnapKey", "coordinator-key"), ("SnapValue", "coordinator-value"))]  # fmt: skip
+    validate_directory({f"{d['name']}.json": d for d in ours})
+    mismatched = api("OtherValue", "coordinator-value", key=0, valid="0")
+    assert directory_rejections(ours[0], mismatched) == [
+        "LogKey.json: LogKey: no coordinator-value spec has this apiKey (got 0)",
+        "OtherValue.json: OtherValue: no coordinator-key spec has this apiKey (got 0)",
+    ]
+
+
 def test_message_names_are_unique_across_files() -> None:
     data = api("DemoData", "data", key=None)
     with pytest.raises(SpecErrors) as info:

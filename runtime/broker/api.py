@@ -46,6 +46,7 @@ from .release_presets import (
 from .security.authorizer import Authorizer
 from .security.listeners import Session
 from .security.sasl import Credentials
+from .share.share_coordinator import ShareCoordinator
 from .share.share_group import ShareGroupManager
 from .share.share_partition_manager import SharePartitionManager
 from .storage.replica_manager import ReplicaManager
@@ -91,6 +92,10 @@ class Peers(MarkerWriter, Protocol):
 
     def txn_coordinator_of(self, node_id: int) -> TransactionCoordinator | None:
         """The transaction coordinator of broker ``node_id``, None unless it is serving."""
+        ...
+
+    def replica_manager_of(self, node_id: int) -> ReplicaManager | None:
+        """The replica manager of broker ``node_id``, None unless it is serving."""
         ...
 
 
@@ -206,6 +211,8 @@ class BrokerServices:
     #: Share groups this broker coordinates, and its share sessions and partitions.
     share_groups: ShareGroupManager
     share_partitions: SharePartitionManager
+    #: The share partitions' state this broker coordinates (``__share_group_state``).
+    share_coordinator: ShareCoordinator
     #: Client metrics subscriptions and the pushes received (KIP-714).
     telemetry: ClientTelemetry
 

@@ -21,6 +21,7 @@ import ipaddress
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -39,6 +40,7 @@ from .security.listeners import Listener, enabled_mechanisms, parse_listeners
 from .security.sasl import SCRAM_MECHANISMS, Credentials
 from .server import BrokerServer
 from .share.persister import ShareStatePersister
+from .share.share_coordinator import ShareCoordinator, coordinator_key
 from .share.share_group import ShareGroupManager
 from .share.share_partition_manager import SharePartitionManager
 from .storage.log_store import ClusterStorage
@@ -103,6 +105,7 @@ class Broker(MetadataListener):
             running=lambda: self.running,
         )
         self.fetcher = ReplicaFetcher(rm, cluster)
+        self.share_coordinator = ShareCoordinator(node_id, self.configs, md, rm)
         share_partitions = SharePartitionManager(
             node_id, self.configs, md, rm, cluster.share_state, timer_factory
         )
@@ -117,8 +120,11 @@ class Broker(MetadataListener):
             cluster,
             cluster.authorizer,
             cluster.credentials,
-            share_groups=ShareGroupManager(node_id, self.configs, md, self.group_coordinator.log),
+            share_groups=ShareGroupManager(
+                node_id, self.configs, md, self.group_coordinator.log, cluster.share_state
+            ),
             share_partitions=share_partitions,
+            share_coordinator=self.share_coordinator,
             telemetry=ClientTelemetry(
                 md,
                 self.configs.broker_int("telemetry.max.bytes", node_id),
@@ -298,7 +304,9 @@ class Cluster:
         scram = [m for m in enabled_mechanisms(self.configs) if m in SCRAM_MECHANISMS]
         self.credentials = Credentials()
         #: The state of share partitions, which every broker's share groups resume from.
-        self.share_state = ShareStatePersister()
+        self.share_state = ShareStatePersister(
+            self._share_coordinator_for, self._share_coordinators
+        )
         for name, password in (users or {}).items():
             self.credentials.add_user(name, password, scram)
         self.authorizer = Authorizer(self.configs, lambda: self.metadata.acls)
@@ -376,6 +384,17 @@ class Cluster:
         return b if b is not None and b.running else None
 
     # -- how components reach other brokers (replica_fetcher, api, transaction_coordinator)
+
+    def _share_coordinators(self) -> list[ShareCoordinator]:
+        return [b.share_coordinator for b in self.brokers if b.running]
+
+    def _share_coordinator_for(self, key: tuple[str, uuid.UUID, int]) -> ShareCoordinator | None:
+        serving = self._share_coordinators()
+        if not serving:
+            return None
+        node = serving[0].log.coordinator_for(coordinator_key(key))
+        b = self._serving(node)
+        return None if b is None else b.share_coordinator
 
     def replica_manager_of(self, node_id: int) -> ReplicaManager | None:
         b = self._serving(node_id)

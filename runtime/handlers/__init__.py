@@ -84,6 +84,14 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     77: ("api_77_share_group_describe", 1, 1, 1),
     78: ("api_78_share_fetch", 1, 2, 2),
     79: ("api_79_share_acknowledge", 1, 2, 2),
+    83: ("api_83_initialize_share_group_state", 0, 0, 0),
+    84: ("api_84_read_share_group_state", 0, 0, 0),
+    85: ("api_85_write_share_group_state", 0, 1, 1),
+    86: ("api_86_delete_share_group_state", 0, 0, 0),
+    87: ("api_87_read_share_group_state_summary", 0, 1, 1),
+    90: ("api_90_describe_share_group_offsets", 0, 1, 1),
+    91: ("api_91_alter_share_group_offsets", 0, 0, 0),
+    92: ("api_92_delete_share_group_offsets", 0, 0, 0),
 }
 
 

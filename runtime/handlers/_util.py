@@ -20,6 +20,7 @@ from kafkagen.runtime.errors import (
     DelegationTokenAuthDisabledError,
     DelegationTokenRequestNotAllowedError,
     ErrorCode,
+    GroupAuthorizationFailedError,
     KafkaError,
     TopicAuthorizationFailedError,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "require",
     "share_acks",
     "share_answer",
+    "share_state_answer",
 ]
 
 
@@ -92,9 +94,12 @@ def require_config_access(
     ctx: RequestContext, resource_type: int, name: str, operation: int
 ) -> None:
     """DESCRIBE_CONFIGS or ALTER_CONFIGS on a config resource: the topic for a topic (29
-    otherwise), the cluster for a broker or its loggers (31 otherwise)."""
+    otherwise), the group for a group (30 otherwise), the cluster for a broker or its
+    loggers (31 otherwise)."""
     if resource_type == ConfigResourceType.TOPIC:
         require(ctx, operation, ResourceType.TOPIC, name, TopicAuthorizationFailedError)
+    elif resource_type == ConfigResourceType.GROUP:
+        require(ctx, operation, ResourceType.GROUP, name, GroupAuthorizationFailedError)
     else:
         require(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthorizationFailedError)
 
@@ -414,3 +419,36 @@ def share_answer(
         for b in (ctx.advertised(md.brokers[n]) for n in sorted(leaders) if n in md.brokers)
     ]
     ctx.respond(response)
+
+
+def share_state_answer(
+    ctx: RequestContext,
+    request: Any,
+    results: Any,
+    result_type: Any,
+    partition_type: Any,
+    fill: Callable[[tuple[str, uuid.UUID, int], Any, Any], None],
+) -> None:
+    """Answer one of the share-group state APIs (83-87) partition by partition: ``fill(key,
+    the request's partition, its result)`` runs the share coordinator's operation, whose
+    error becomes the partition's. As Kafka: CLUSTER_ACTION on the cluster is needed
+    (CLUSTER_AUTHORIZATION_FAILED for every partition), and an empty group id or a topic
+    without partitions answers no results."""
+    if not request.group_id or any(not t.partitions for t in request.topics):
+        ctx.respond(results(results=[]))
+        return
+    allowed = ctx.allowed(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+    out = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            r = partition_type(partition=p.partition, error_code=0, error_message=None)
+            try:
+                if not allowed:
+                    raise ClusterAuthorizationFailedError()
+                fill((request.group_id, t.topic_id, p.partition), p, r)
+            except KafkaError as e:
+                r.error_code, r.error_message = e.code, e.message
+            parts.append(r)
+        out.append(result_type(topic_id=t.topic_id, partitions=parts))
+    ctx.respond(results(results=out))

@@ -2,8 +2,9 @@
 
 A group's coordinator leads the ``__consumer_offsets`` partition its id hashes onto, a
 transactional id's the ``__transaction_state`` partition; each topic is created on its
-first lookup. v4+ batches keys, each answered on its own. Share groups are not supported:
-that key type gets INVALID_REQUEST.
+first lookup. v4+ batches keys, each answered on its own. A share partition's key
+(``group:topicId:partition``, key type 2) finds its share coordinator, the leader of the
+``__share_group_state`` partition the key hashes onto; brokers ask it (CLUSTER_ACTION).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import (
+    ClusterAuthorizationFailedError,
     CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
     InvalidRequestError,
@@ -22,6 +25,7 @@ from kafkagen.runtime.errors import (
 API_KEY = 10
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+SHARE_KEY = 2
 
 
 def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> None:
@@ -66,6 +70,16 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str, int
         if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
             raise TransactionalIdAuthorizationFailedError()
         node = ctx.broker.txn_coordinator.coordinator_for(key)
+    elif key_type == SHARE_KEY:
+        if ctx.api_version < 6:
+            raise InvalidRequestError("share partitions' coordinators are found from v6")
+        group, _, rest = key.partition(":")
+        topic_id, _, partition = rest.partition(":")
+        if not (group and topic_id and partition.lstrip("-").isdigit()):
+            raise InvalidRequestError(f"{key!r} is not a share partition's key")
+        if not ctx.allowed(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+            raise ClusterAuthorizationFailedError()
+        node = ctx.broker.share_coordinator.log.coordinator_for(key)
     else:
         raise InvalidRequestError(f"coordinator key type {key_type} is not supported")
     broker = ctx.broker.metadata.brokers.get(node)

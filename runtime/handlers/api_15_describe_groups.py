@@ -35,6 +35,7 @@ PAGED = paged_version(API_KEY)
 #: not show the group, so the next one does even if its members have all left meanwhile.
 _GROUP_START = ""
 Described = DescribeGroupsResponse.DescribedGroup
+_NOT_CLASSIC = "is not a classic group."
 Member = DescribeGroupsResponse.DescribedGroupMember
 
 
@@ -94,7 +95,9 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
             continue
         if group is None and ctx.api_version >= 6:
             d.error_code = ErrorCode.GROUP_ID_NOT_FOUND
-            d.error_message = f"Group {group_id} not found."
+            # A share group's id is known, as Kafka says, but not as a classic group's.
+            shared = ctx.broker.share_groups.groups.get(group_id) is not None
+            d.error_message = f"Group {group_id} {_NOT_CLASSIC if shared else 'not found.'}"
         elif group is not None:
             stable = group.state is GroupState.STABLE
             d.group_state = group.state.value

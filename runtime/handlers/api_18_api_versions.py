@@ -39,7 +39,7 @@ API_KEY = 18
 #: API key -> the first version of transactions v2.
 _TRANSACTIONS_V2 = {0: 12, 26: 5, 28: 5}
 #: The share-group APIs (KIP-932), advertised only while ``share.version`` is finalized.
-SHARE_APIS = frozenset({76, 77, 78, 79})
+SHARE_APIS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
 SHARE_VERSION = "share.version"
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 

@@ -18,6 +18,7 @@ from kafkagen.generated.describe_configs import DescribeConfigsRequest, Describe
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.config.client_metrics import CLIENT_METRICS_CONFIGS
 from kafkagen.runtime.broker.config.definitions import ConfigResourceType, ConfigSource, ConfigType
+from kafkagen.runtime.broker.config.group_configs import GROUP_CONFIGS, default_value, group_value
 from kafkagen.runtime.broker.config.store import ConfigEntry
 from kafkagen.runtime.broker.metadata.config_changes import broker_resource
 from kafkagen.runtime.broker.security.acls import AclOperation
@@ -139,6 +140,8 @@ def describe(
         return _loggers(keys)
     if resource_type == ConfigResourceType.CLIENT_METRICS:
         return _client_metrics(ctx.broker.metadata.client_metrics.get(name, {}), keys)
+    if resource_type == ConfigResourceType.GROUP:
+        return _group(ctx, ctx.broker.metadata.group_configs.get(name, {}), keys)
     raise InvalidRequestError(f"config resource type {resource_type} is not supported")
 
 
@@ -165,6 +168,24 @@ def _client_metrics(configs: dict[str, str], keys: list[str] | None) -> list[Con
         for d in sorted(CLIENT_METRICS_CONFIGS.values(), key=lambda d: d.name)
         if not keys or d.name in keys
     ]
+
+
+def _group(
+    ctx: RequestContext, configs: dict[str, str], keys: list[str] | None
+) -> list[ConfigEntry]:
+    """Every group config (of any group id, as Kafka answers), set or not; a synonym names
+    the broker config a value not set falls back to."""
+    out = []
+    for d in sorted(GROUP_CONFIGS.values(), key=lambda d: d.name):
+        if keys and d.name not in keys:
+            continue
+        value, source = group_value(ctx.broker.configs, configs, d.name, ctx.broker.node_id)
+        fallback = default_value(ctx.broker.configs, d, ctx.broker.node_id)
+        synonyms = [(d.synonym or d.name, fallback, ConfigSource.DEFAULT_CONFIG)]
+        if source is ConfigSource.DYNAMIC_GROUP_CONFIG:
+            synonyms.insert(0, (d.name, value, source))
+        out.append(ConfigEntry(d.name, value, source, False, False, d.type, d.doc, tuple(synonyms)))
+    return out
 
 
 def _loggers(keys: list[str] | None) -> list[ConfigEntry]:

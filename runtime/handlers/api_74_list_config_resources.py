@@ -56,8 +56,9 @@ def handle(ctx: RequestContext, request: ListConfigResourcesRequest) -> None:
     md = ctx.broker.metadata
     brokers = [str(node) for node in md.alive_brokers()]
     resources: list[Resource] = []
-    # Groups have no configs in kafkagen: nothing to list for them.
+    # Groups are listed when they have configs set, as Kafka lists them.
     for rtype, names in (
+        (ListedType.GROUP, sorted(md.group_configs)),
         (ListedType.CLIENT_METRICS, sorted(md.client_metrics)),
         (ListedType.BROKER_LOGGER, brokers),
         (ListedType.BROKER, brokers),

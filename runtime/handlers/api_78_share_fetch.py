@@ -26,7 +26,7 @@ R = ShareFetchResponse
 
 def handle(ctx: RequestContext, request: ShareFetchRequest) -> None:
     manager = ctx.broker.share_partitions
-    lock_ms = manager.lock_duration_ms
+    lock_ms = manager.lock_duration_ms(request.group_id or "")
 
     def fail(code: int) -> None:
         # As Kafka: a request's error comes without message or lock duration.

@@ -18,7 +18,7 @@ R = ShareAcknowledgeResponse
 
 def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> None:
     manager = ctx.broker.share_partitions
-    lock_ms = manager.lock_duration_ms
+    lock_ms = manager.lock_duration_ms(request.group_id or "")
     # As Kafka: a request's error comes without message or lock duration.
     if not request.group_id or not request.member_id:
         ctx.respond(R(error_code=ErrorCode.INVALID_REQUEST))

@@ -430,11 +430,13 @@ class Session:
         raise SetupError("the cluster has one node")
 
     async def coordinator(self, key: str, key_type: int = 0) -> int:
-        """The coordinator of a group (0) or transactional id (1), waiting while it loads."""
+        """The coordinator of a group (0), transactional id (1) or share partition (2, from
+        v6), waiting while it loads."""
         deadline = time.monotonic() + 20.0
         while True:
             r: FindCoordinatorResponse = await self.setup(
-                FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), 4
+                FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]),
+                6 if key_type == 2 else 4,
             )
             c = r.coordinators[0]
             if c.error_code == 0:

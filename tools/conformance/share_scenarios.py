@@ -1,17 +1,31 @@
-"""Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
-ShareAcknowledge, their ordinary paths and their errors."""
+"""Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
+ShareAcknowledge and the share offsets APIs (Describe/Alter/DeleteShareGroupOffsets, with
+DeleteGroups and DescribeGroups of share groups), their ordinary paths and their errors."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from kafkagen.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from kafkagen.generated.delete_groups import DeleteGroupsRequest
+from kafkagen.generated.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
+from kafkagen.generated.delete_share_group_state import DeleteShareGroupStateRequest
+from kafkagen.generated.describe_configs import DescribeConfigsRequest
+from kafkagen.generated.describe_groups import DescribeGroupsRequest
+from kafkagen.generated.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
+from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
+from kafkagen.generated.initialize_share_group_state import InitializeShareGroupStateRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
+from kafkagen.generated.read_share_group_state import ReadShareGroupStateRequest
+from kafkagen.generated.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
 from kafkagen.generated.share_acknowledge import ShareAcknowledgeRequest
 from kafkagen.generated.share_fetch import ShareFetchRequest
 from kafkagen.generated.share_group_describe import ShareGroupDescribeRequest
 from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
+from kafkagen.generated.write_share_group_state import WriteShareGroupStateRequest
+from kafkagen.runtime.jsonform import uuid_to_json
 
 from .core import Session, scenario
 from .messages import batch
@@ -19,6 +33,11 @@ from .messages import batch
 #: Member ids: a share consumer names itself.
 MEMBER = "share-member-0000000001"
 ACCEPT, RELEASE = 1, 2
+#: FindCoordinator's key type of a share partition (its share coordinator).
+SHARE_KEY = 2
+NOT_COORDINATOR, LOADING = 16, 14
+#: The GROUP config resource type, and the source of a config set on a group.
+GROUP_RESOURCE, DYNAMIC_GROUP_CONFIG = 32, 8
 #: How long the first fetch after producing may wait: Kafka's can complete before it sees
 #: records the producer was just told are written.
 FIRST_FETCH_WAIT_MS = 2000
@@ -314,3 +333,370 @@ async def sa_no_session(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     await s.call(_ack(s, g, t, 1, [(0, 0, ACCEPT)]), node=await s.leader(t))
+
+
+# ---------------------------------------------------------------------- share offsets
+
+
+def _describe_offsets(group: str, topics: list[tuple[str, list[int]]] | None) -> Any:
+    D = DescribeShareGroupOffsetsRequest
+    return D(
+        groups=[
+            D.DescribeShareGroupOffsetsRequestGroup(
+                group_id=group,
+                topics=(
+                    None
+                    if topics is None
+                    else [
+                        D.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=parts)
+                        for t, parts in topics
+                    ]
+                ),
+            )
+        ]
+    )
+
+
+def _alter_offsets(group: str, topics: list[tuple[str, list[tuple[int, int]]]]) -> Any:
+    A = AlterShareGroupOffsetsRequest
+    return A(
+        group_id=group,
+        topics=[
+            A.AlterShareGroupOffsetsRequestTopic(
+                topic_name=t,
+                partitions=[
+                    A.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
+                    for p, o in parts
+                ],
+            )
+            for t, parts in topics
+        ],
+    )
+
+
+def _delete_offsets(group: str, topics: list[str]) -> Any:
+    D = DeleteShareGroupOffsetsRequest
+    return D(
+        group_id=group, topics=[D.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics]
+    )
+
+
+async def _accepted(s: Session) -> tuple[str, str, int]:
+    """`_started` on a new topic and group, the 3 records acquired and accepted (none of
+    it recorded): the group, topic and the group's coordinator."""
+    t = await s.create_topic()
+    g = s.name("g")
+    node, epoch = await _started(s, g, t)
+    await s.setup(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
+    await s.setup(_ack(s, g, t, epoch + 1, [(0, 2, ACCEPT)]), node=node)
+    return g, t, await s.coordinator(g)
+
+
+async def _emptied(s: Session) -> tuple[str, str, int]:
+    """`_accepted`, then the member leaves: an empty group with state for the topic."""
+    g, t, node = await _accepted(s)
+    await s.setup(_heartbeat(g, None, epoch=-1), node=node)
+    return g, t, node
+
+
+@scenario("DescribeShareGroupOffsets", "after-accept", "a group that accepted 3 records")
+async def dso_after_accept(s: Session) -> None:
+    g, t, node = await _accepted(s)
+    await s.call(_describe_offsets(g, [(t, [0])]), node=node)
+
+
+@scenario("DescribeShareGroupOffsets", "whole-group", "topics null: every partition with state")
+async def dso_whole_group(s: Session) -> None:
+    g, _t, node = await _accepted(s)
+    await s.call(_describe_offsets(g, None), node=node)
+
+
+@scenario("DescribeShareGroupOffsets", "unknown-group", "a group id no group has, a real topic")
+async def dso_unknown_group(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_describe_offsets(g, [(t, [0])]), node=await s.coordinator(g))
+
+
+@scenario("DescribeShareGroupOffsets", "unknown-topic", "a topic that does not exist")
+async def dso_unknown_topic(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_describe_offsets(g, [(s.name("none"), [0, 1])]), node=await s.coordinator(g))
+
+
+@scenario("DescribeShareGroupOffsets", "no-topics", "an empty topic list")
+async def dso_no_topics(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_describe_offsets(g, []), node=await s.coordinator(g))
+
+
+@scenario("AlterShareGroupOffsets", "empty-group", "reset an empty group to offset 1, describe")
+async def aso_empty(s: Session) -> None:
+    g, t, node = await _emptied(s)
+    await s.call(_alter_offsets(g, [(t, [(0, 1)])]), node=node)
+    await s.call(_describe_offsets(g, [(t, [0])]), node=node)
+
+
+@scenario("AlterShareGroupOffsets", "non-empty-group", "reset a group that has a member")
+async def aso_non_empty(s: Session) -> None:
+    g, t, node = await _accepted(s)
+    await s.call(_alter_offsets(g, [(t, [(0, 0)])]), node=node)
+
+
+@scenario("AlterShareGroupOffsets", "unknown-group", "reset a group id no group has")
+async def aso_unknown_group(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_alter_offsets(g, [(t, [(0, 0)])]), node=await s.coordinator(g))
+
+
+@scenario(
+    "AlterShareGroupOffsets", "unknown-partitions", "an unknown topic and a partition past the end"
+)
+async def aso_unknown_partitions(s: Session) -> None:
+    g, t, node = await _emptied(s)
+    await s.call(_alter_offsets(g, [(s.name("none"), [(0, 0)]), (t, [(0, 2), (5, 0)])]), node=node)
+
+
+@scenario("DeleteShareGroupOffsets", "empty-group", "delete an empty group's offsets, describe")
+async def dlo_empty(s: Session) -> None:
+    g, t, node = await _emptied(s)
+    await s.call(_delete_offsets(g, [t]), node=node)
+    await s.call(_describe_offsets(g, [(t, [0])]), node=node)
+
+
+@scenario("DeleteShareGroupOffsets", "non-empty-group", "delete offsets of a group with a member")
+async def dlo_non_empty(s: Session) -> None:
+    g, t, node = await _accepted(s)
+    await s.call(_delete_offsets(g, [t]), node=node)
+
+
+@scenario("DeleteShareGroupOffsets", "unknown-group", "delete offsets of a group id no group has")
+async def dlo_unknown_group(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_delete_offsets(g, [t]), node=await s.coordinator(g))
+
+
+@scenario(
+    "DeleteShareGroupOffsets", "no-state", "an unknown topic and one the group never consumed"
+)
+async def dlo_no_state(s: Session) -> None:
+    g, _t, node = await _emptied(s)
+    other = await s.create_topic("o")
+    await s.call(_delete_offsets(g, [s.name("none"), other]), node=node)
+
+
+@scenario("DeleteGroups", "share-group", "delete an empty share group, then describe it")
+async def dg_share(s: Session) -> None:
+    g, _t, node = await _emptied(s)
+    await s.call(DeleteGroupsRequest(groups_names=[g]), node=node)
+    await s.call(ShareGroupDescribeRequest(group_ids=[g]), node=node)
+
+
+@scenario("DeleteGroups", "non-empty-share-group", "delete a share group that has a member")
+async def dg_share_non_empty(s: Session) -> None:
+    g, _t, node = await _accepted(s)
+    await s.call(DeleteGroupsRequest(groups_names=[g]), node=node)
+
+
+@scenario("DescribeGroups", "share-group", "DescribeGroups of a share group's id")
+async def dg_describe_share(s: Session) -> None:
+    g, _t, node = await _accepted(s)
+    await s.call(DescribeGroupsRequest(groups=[g]), node=node)
+
+
+# ---------------------------------------------------------------------- group configs
+
+
+def _group_configs(group: str, **configs: str) -> IncrementalAlterConfigsRequest:
+    """Set ``configs`` (``_`` standing for ``.``) on the group's config resource."""
+    I = IncrementalAlterConfigsRequest  # noqa: E741 - the message's initial, as elsewhere
+    return I(
+        resources=[
+            I.AlterConfigsResource(
+                resource_type=GROUP_RESOURCE,
+                resource_name=group,
+                configs=[
+                    I.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
+                    for k, v in configs.items()
+                ],
+            )
+        ],
+        validate_only=False,
+    )
+
+
+@scenario(
+    "IncrementalAlterConfigs",
+    "share-group-earliest",
+    "share.auto.offset.reset=earliest on a group: records from before the join are delivered",
+)
+async def gc_earliest(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_group_configs(g, share_auto_offset_reset="earliest"))
+    await s.produced(t, batch(3))
+    await _joined(s, g, t)
+    node = await s.leader(t)
+    await s.setup(_fetch(s, g, t, 0), node=node)
+    await s.setup(_fetch(s, g, t, 1, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
+    # The records before the member joined were acquired (by whichever fetch: Kafka
+    # starts the partition in the background): accepting them succeeds.
+    await s.call(_ack(s, g, t, 2, [(0, 2, ACCEPT)]), node=node)
+
+
+@scenario("DescribeConfigs", "group", "a group's configs after two are set")
+async def gc_describe(s: Session) -> None:
+    g = s.name("g")
+    await s.setup(
+        _group_configs(
+            g, share_record_lock_duration_ms="20000", share_isolation_level="read_committed"
+        )
+    )
+    D = DescribeConfigsRequest
+    describe = D(
+        resources=[
+            D.DescribeConfigsResource(
+                resource_type=GROUP_RESOURCE, resource_name=g, configuration_keys=None
+            )
+        ],
+        include_synonyms=True,
+    )
+    # Kafka's brokers learn group configs from the controller's log, a moment later.
+    for _ in range(50):
+        r = await s.setup(describe)
+        if any(c.config_source == DYNAMIC_GROUP_CONFIG for c in r.results[0].configs):
+            break
+        await asyncio.sleep(0.2)
+    await s.call(describe)
+
+
+@scenario("IncrementalAlterConfigs", "group-bad-values", "group configs Kafka refuses")
+async def gc_bad(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_group_configs(g, share_record_lock_duration_ms="100"))
+    await s.call(_group_configs(g, share_session_timeout_ms="1000"))
+    await s.call(_group_configs(g, share_unknown="1"))
+
+
+# ---------------------------------------------------------------------- share-group state
+
+
+def _state_request(cls: Any, group: str, topic_id: Any, **partition: Any) -> Any:
+    """One of the share-group state requests for partition 0 of ``topic_id``."""
+    topic = next(
+        n
+        for n in vars(cls).values()
+        if isinstance(n, type) and n.__name__.endswith("Data") and n is not cls.PartitionData
+    )
+    return cls(
+        group_id=group,
+        topics=[topic(topic_id=topic_id, partitions=[cls.PartitionData(partition=0, **partition)])],
+    )
+
+
+async def _state_node(s: Session) -> tuple[str, Any, int]:
+    """A new topic and group, and the share coordinator of their partition 0 once it
+    serves it (Kafka's loads ``__share_group_state`` after answering FindCoordinator)."""
+    t = await s.create_topic()
+    g = s.name("g")
+    topic_id = s.topic_uuids[t]
+    node = await s.coordinator(f"{g}:{uuid_to_json(topic_id)}:0", SHARE_KEY)
+    for _ in range(100):
+        r = await s.setup(_summary(g, topic_id), node=node)
+        if r.results[0].partitions[0].error_code not in (NOT_COORDINATOR, LOADING):
+            break
+        await asyncio.sleep(0.2)
+    return g, topic_id, node
+
+
+def _initialize(g: str, topic_id: Any, epoch: int, start: int) -> Any:
+    return _state_request(
+        InitializeShareGroupStateRequest, g, topic_id, state_epoch=epoch, start_offset=start
+    )
+
+
+def _summary(g: str, topic_id: Any) -> Any:
+    return _state_request(ReadShareGroupStateSummaryRequest, g, topic_id, leader_epoch=0)
+
+
+def _write(
+    g: str, topic_id: Any, state_epoch: int, batches: list[tuple[int, int, int, int]]
+) -> Any:
+    W = WriteShareGroupStateRequest
+    return _state_request(
+        W,
+        g,
+        topic_id,
+        state_epoch=state_epoch,
+        leader_epoch=0,
+        start_offset=5,
+        delivery_complete_count=1,
+        state_batches=[
+            W.StateBatch(first_offset=a, last_offset=b, delivery_state=c, delivery_count=d)
+            for a, b, c, d in batches
+        ],
+    )
+
+
+@scenario("InitializeShareGroupState", "new", "initialise a share partition at 5, then read it")
+async def ss_initialize(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.call(_initialize(g, topic_id, 0, 5), node=node)
+    await s.call(_summary(g, topic_id), node=node)
+
+
+@scenario("InitializeShareGroupState", "older-epoch", "initialise at state epoch 1 after 3")
+async def ss_initialize_fenced(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 3, 5), node=node)
+    await s.call(_initialize(g, topic_id, 1, 0), node=node)
+
+
+@scenario("ReadShareGroupState", "initialized", "read a share partition initialised at 5")
+async def ss_read(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 0, 5), node=node)
+    await s.call(_state_request(ReadShareGroupStateRequest, g, topic_id, leader_epoch=0), node=node)
+
+
+@scenario("ReadShareGroupState", "uninitialized", "read a share partition that has no state")
+async def ss_read_none(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.call(_state_request(ReadShareGroupStateRequest, g, topic_id, leader_epoch=0), node=node)
+
+
+@scenario("WriteShareGroupState", "write-and-read", "write two batches, then read the state")
+async def ss_write(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 0, 5), node=node)
+    await s.call(_write(g, topic_id, 0, [(5, 6, 2, 1), (7, 9, 0, 2)]), node=node)
+    await s.call(_state_request(ReadShareGroupStateRequest, g, topic_id, leader_epoch=0), node=node)
+
+
+@scenario("WriteShareGroupState", "uninitialized", "write to a share partition with no state")
+async def ss_write_none(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.call(_write(g, topic_id, 0, [(5, 6, 2, 1)]), node=node)
+
+
+@scenario("WriteShareGroupState", "older-state-epoch", "write at state epoch 1 after 3")
+async def ss_write_fenced(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 3, 5), node=node)
+    await s.call(_write(g, topic_id, 1, [(5, 6, 2, 1)]), node=node)
+
+
+@scenario("DeleteShareGroupState", "delete-and-summary", "delete a share partition's state")
+async def ss_delete(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 0, 5), node=node)
+    await s.call(_state_request(DeleteShareGroupStateRequest, g, topic_id), node=node)
+    await s.call(_summary(g, topic_id), node=node)
+
+
+@scenario("ReadShareGroupStateSummary", "uninitialized", "the summary of a partition without state")
+async def ss_summary_none(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.call(_summary(g, topic_id), node=node)

@@ -71,6 +71,7 @@ class ConfigSource(enum.IntEnum):
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
     DYNAMIC_CLIENT_METRICS_CONFIG = 7
+    DYNAMIC_GROUP_CONFIG = 8
 
 
 class ConfigResourceType(enum.IntEnum):
@@ -79,6 +80,7 @@ class ConfigResourceType(enum.IntEnum):
     BROKER = 4
     BROKER_LOGGER = 8
     CLIENT_METRICS = 16
+    GROUP = 32
 
 
 class ConfigError(ValueError):

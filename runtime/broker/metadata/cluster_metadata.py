@@ -100,6 +100,8 @@ class ClusterMetadata:
         self.client_quotas = ClientQuotas()
         #: Client metrics resources (KIP-714): name -> its configs (none empty).
         self.client_metrics: dict[str, dict[str, str]] = {}
+        #: Group id -> the group configs set for it (GROUP config resources).
+        self.group_configs: dict[str, dict[str, str]] = {}
         #: The feature levels ApiVersions advertises and UpdateFeatures changes.
         self.features = FinalizedFeatures(controller_id=controller_id)
         if self.elr_enabled():
@@ -382,12 +384,21 @@ class ClusterMetadata:
 
     # -- producer ids -----------------------------------------------------------------
 
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        """Replace a group's configs; with none left it has none."""
+        self._replace_configs(self.group_configs, group_id, configs)
+
     def set_client_metrics(self, name: str, configs: dict[str, str]) -> None:
         """Replace a client metrics resource's configs; with none left it is gone."""
+        self._replace_configs(self.client_metrics, name, configs)
+
+    def _replace_configs(
+        self, resources: dict[str, dict[str, str]], name: str, configs: dict[str, str]
+    ) -> None:
         if configs:
-            self.client_metrics[name] = dict(configs)
+            resources[name] = dict(configs)
         else:
-            self.client_metrics.pop(name, None)
+            resources.pop(name, None)
         self.changed()
 
     # -- eligible leader replicas (KIP-966) -------------------------------------------
@@ -525,6 +536,7 @@ class ClusterMetadata:
             ],
             "features": {"levels": self.features.levels, "epoch": self.features.epoch},
             "client_metrics": self.client_metrics,
+            "group_configs": self.group_configs,
         }
 
     def restore(self, snap: dict[str, Any]) -> None:
@@ -577,6 +589,10 @@ class ClusterMetadata:
             self.client_metrics = {
                 str(n): {str(k): str(v) for k, v in c.items()}
                 for n, c in snap.get("client_metrics", {}).items()
+            }
+            self.group_configs = {
+                str(g): {str(k): str(v) for k, v in c.items()}
+                for g, c in snap.get("group_configs", {}).items()
             }
             # Images saved before feature levels were kept have the defaults.
             if "features" in snap:

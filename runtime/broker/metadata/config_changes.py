@@ -1,7 +1,7 @@
 """Changing dynamic configs: the logic behind AlterConfigs and IncrementalAlterConfigs.
 
 Both APIs name resources (a topic, a broker or "" for the cluster-wide default, a client
-metrics subscription), check
+metrics subscription, a group), check
 each resource on its own, and either validate only or store the new set whole. They differ
 in how the new set is made: AlterConfigs replaces it, IncrementalAlterConfigs edits the
 current one with SET / DELETE / APPEND / SUBTRACT. A failure is per resource, so this
@@ -29,6 +29,7 @@ from ..config.definitions import (
     broker_def,
     topic_def,
 )
+from ..config.group_configs import group_def, group_value, validate_group_configs
 from ..config.store import ConfigStore
 from .cluster_metadata import ClusterMetadata
 
@@ -99,6 +100,15 @@ def _target(
             effective=lambda config: current.get(config, CLIENT_METRICS_CONFIGS[config].default),
             store=lambda configs: metadata.set_client_metrics(name, configs),
             validate=validate_client_metrics,
+        )
+    if resource_type == ConfigResourceType.GROUP:
+        own = dict(metadata.group_configs.get(name, {}))
+        return _Target(
+            current=own,
+            define=group_def,
+            effective=lambda config: group_value(store, own, config)[0],
+            store=lambda configs: metadata.set_group_configs(name, configs),
+            validate=lambda configs: validate_group_configs(configs, store),
         )
     raise InvalidRequestError(f"config resource type {resource_type} cannot be altered")
 

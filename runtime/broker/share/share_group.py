@@ -20,22 +20,32 @@ from kafkagen.runtime.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    InvalidGroupIdError,
     InvalidRequestError,
+    KafkaError,
+    NonEmptyGroupError,
     UnknownMemberIdError,
+    UnknownTopicOrPartitionError,
 )
 
+from ..config.group_configs import group_setting
 from ..config.store import ConfigStore
 from ..coordinator.coordinator_log import CoordinatorLog
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..sorted_keys import SortedKeysDict
+from .persister import ShareStatePersister
+from .share_partition import PartitionState
 
-__all__ = ["ASSIGNOR", "ShareGroup", "ShareGroupManager", "ShareMember"]
+__all__ = ["ASSIGNOR", "ShareGroup", "ShareGroupManager", "ShareMember", "TopicOffsets"]
 
 #: The only assignor of share groups, as Kafka names it.
 ASSIGNOR = "simple"
 LEAVE_EPOCH = -1
 
 Assignment = dict[uuid.UUID, list[int]]
+#: A topic's share-partition states for offsets administration: its name, its id (None:
+#: no such topic) and each partition asked for with its state (None: never initialised).
+TopicOffsets = tuple[str, uuid.UUID | None, list[tuple[int, PartitionState | None]]]
 
 
 @dataclass(slots=True)
@@ -76,17 +86,30 @@ class ShareGroupManager:
     """The share groups whose ``__consumer_offsets`` partitions this broker leads."""
 
     def __init__(
-        self, node_id: int, configs: ConfigStore, metadata: ClusterMetadata, log: CoordinatorLog
+        self,
+        node_id: int,
+        configs: ConfigStore,
+        metadata: ClusterMetadata,
+        log: CoordinatorLog,
+        persister: ShareStatePersister,
     ) -> None:
         self.node_id = node_id
         self.configs = configs
         self.metadata = metadata
         #: The group coordinator's log: who coordinates which group id.
         self.log = log
+        #: The share partitions' state, which offsets administration reads and resets.
+        self.persister = persister
         self.groups: SortedKeysDict[str, ShareGroup] = SortedKeysDict()
 
     def _cfg(self, name: str) -> int:
         return self.configs.broker_int(name, self.node_id)
+
+    def _group_cfg(self, group_id: str, name: str) -> str:
+        """A group config of ``group_id`` (its own, else the broker's)."""
+        return group_setting(
+            self.configs, self.metadata.group_configs, group_id, name, self.node_id
+        )
 
     def owned_groups(self) -> list[ShareGroup]:
         """The share groups this broker coordinates, their expired members removed."""
@@ -104,6 +127,93 @@ class ShareGroupManager:
         if group is not None:
             self._expire(group)
         return group
+
+    def empty_group(self, group_id: str, create: bool = False) -> ShareGroup:
+        """The group, which must have no member: what altering (``create``: a new group
+        if none) or deleting its offsets, or deleting it, needs. Raises INVALID_GROUP_ID,
+        GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP."""
+        if not group_id:
+            raise InvalidGroupIdError()
+        group = self.group(group_id)
+        if group is None and create:
+            group = self.groups[group_id] = ShareGroup(group_id)
+        if group is None:
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
+        if group.members:
+            raise NonEmptyGroupError("The group is not empty.")  # Kafka's words: tools print them
+        return group
+
+    def delete(self, group_id: str) -> None:
+        """Delete an empty group and its share partitions' state; raises as `empty_group`."""
+        self.empty_group(group_id)
+        del self.groups[group_id]
+        self.persister.delete(group_id)
+
+    def offsets(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None
+    ) -> list[TopicOffsets]:
+        """The start of each partition asked for, or with None of every partition the group
+        has state for (as Kafka, only that needs this broker to coordinate the group). A
+        group or topic without state is no error: its partitions have none."""
+        if topics is None:
+            self.log.check_owner(group_id)
+            known: dict[uuid.UUID, list[int]] = {}
+            for topic_id, partition in sorted(self.persister.partitions_of(group_id)):
+                known.setdefault(topic_id, []).append(partition)
+            topics = [
+                (self.metadata.topic_names[t], parts)
+                for t, parts in known.items()
+                if t in self.metadata.topic_names
+            ]
+        out: list[TopicOffsets] = []
+        for name, partitions in topics:
+            info = self.metadata.topic(name)
+            if info is None:
+                out.append((name, None, [(p, None) for p in partitions]))
+                continue
+            states = [(p, self.persister.read(group_id, info.topic_id, p)) for p in partitions]
+            out.append((name, info.topic_id, states))
+        return out
+
+    def alter_offsets(
+        self, group_id: str, topics: list[tuple[str, list[tuple[int, int]]]]
+    ) -> dict[tuple[str, int], KafkaError | None]:
+        """Start the empty group's partitions again at the offsets given (topics that
+        exist), creating the group if there is none: each partition's error,
+        UNKNOWN_TOPIC_OR_PARTITION past the topic's partitions. Raises NON_EMPTY_GROUP
+        for the whole request."""
+        self.empty_group(group_id, create=True)
+        out: dict[tuple[str, int], KafkaError | None] = {}
+        for name, partitions in topics:
+            info = self.metadata.topic(name)
+            assert info is not None, "the handler answers unknown topics"
+            for p, offset in partitions:
+                if 0 <= p < len(info.partitions):
+                    self.persister.initialize(group_id, info.topic_id, p, offset)
+                    out[(name, p)] = None
+                else:
+                    out[(name, p)] = UnknownTopicOrPartitionError()
+        return out
+
+    def delete_offsets(
+        self, group_id: str, names: list[str]
+    ) -> list[tuple[str, uuid.UUID | None, KafkaError | None]]:
+        """Forget the empty group's state of those topics: each topic with its id and
+        error. Raises GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP for the whole request."""
+        self.empty_group(group_id)
+        held = {topic_id for topic_id, _ in self.persister.partitions_of(group_id)}
+        out: list[tuple[str, uuid.UUID | None, KafkaError | None]] = []
+        for name in names:
+            info = self.metadata.topic(name)
+            if info is None:
+                out.append((name, None, UnknownTopicOrPartitionError()))
+            elif info.topic_id not in held:
+                error = UnknownTopicOrPartitionError("There is no offset information to delete.")
+                out.append((name, None, error))
+            else:
+                self.persister.delete(group_id, [info.topic_id])
+                out.append((name, info.topic_id, None))
+        return out
 
     def heartbeat(
         self,
@@ -131,7 +241,7 @@ class ShareGroupManager:
             del group.members[member_id]
             self._reassign(group)
             return HeartbeatResult(member_id, LEAVE_EPOCH, 0, None)
-        interval = self._cfg("group.share.heartbeat.interval.ms")
+        interval = int(self._group_cfg(group_id, "share.heartbeat.interval.ms"))
         if member is None:
             if member_epoch != 0:
                 raise UnknownMemberIdError(f"member {member_id} is not in group {group_id}")
@@ -147,7 +257,8 @@ class ShareGroupManager:
                 f"member {member_id} is at epoch {member.member_epoch}, not {member_epoch}"
             )
         assert group is not None
-        member.deadline = self.log.now_ms() + self._cfg("group.share.session.timeout.ms")
+        timeout = int(self._group_cfg(group_id, "share.session.timeout.ms"))
+        member.deadline = self.log.now_ms() + timeout
         if subscribed is not None and subscribed != member.subscribed:
             member.subscribed = list(subscribed)
         self._reassign(group)
@@ -175,6 +286,14 @@ class ShareGroupManager:
         group.assignment_epoch = group.group_epoch
         for member_id, assignment in target.items():
             group.members[member_id].assignment = assignment
+            # As Kafka's coordinator, an assigned partition gets its share state at once;
+            # its leader picks the start on first use.
+            for topic_id, partitions in assignment.items():
+                for p in partitions:
+                    if self.persister.read(group.group_id, topic_id, p) is None:
+                        self.persister.write(
+                            group.group_id, topic_id, p, PartitionState(-1, -1, {})
+                        )
 
 
 def _simple_assignment(group: ShareGroup, metadata: ClusterMetadata) -> dict[str, Assignment]:

@@ -58,9 +58,16 @@ class PartitionState:
     """What is kept durably of a share partition: its start and the in-flight records'
     states and delivery counts (an acquired record is kept as available)."""
 
+    #: -1 until a leader first uses the partition (it then starts at the latest offset).
     start_offset: int
     end_offset: int
     records: dict[int, tuple[int, int]]
+    #: The leader epoch of the leader that wrote it (0 when the coordinator did).
+    leader_epoch: int = 0
+
+    def delivery_complete_count(self) -> int:
+        """How many records past the start are done (acknowledged or archived)."""
+        return sum(1 for state, _ in self.records.values() if state in _DONE)
 
 
 class SharePartition:

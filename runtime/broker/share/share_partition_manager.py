@@ -32,6 +32,7 @@ from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgato
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
+from ..config.group_configs import group_setting, reset_duration_ms
 from ..config.store import ConfigStore
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..storage.partition import Partition
@@ -88,14 +89,21 @@ def _next_epoch(epoch: int) -> int:
 class _LockTimeout(DelayedOperation):
     """The acquisition lock of some records: they are released when it runs out."""
 
-    __slots__ = ("_manager", "_key", "_lock")
+    __slots__ = ("_manager", "_key", "_partition", "_lock")
 
     def __init__(
-        self, manager: SharePartitionManager, key: tuple[str, Key], lock: int, delay_ms: int
+        self,
+        manager: SharePartitionManager,
+        key: tuple[str, Key],
+        partition: SharePartition,
+        lock: int,
+        delay_ms: int,
     ) -> None:
         super().__init__(delay_ms)
         self._manager = manager
         self._key = key
+        #: Lock tokens are the partition's own: a partition read again has new ones.
+        self._partition = partition
         self._lock = lock
 
     def try_complete(self) -> bool:
@@ -103,7 +111,7 @@ class _LockTimeout(DelayedOperation):
 
     def on_complete(self) -> None:
         if self.is_expired:
-            self._manager._lock_expired(self._key, self._lock)
+            self._manager._lock_expired(self._key, self._partition, self._lock)
 
 
 def _batches(records: bytes) -> list[tuple[int, int, bytes]]:
@@ -142,13 +150,19 @@ class SharePartitionManager:
             "ShareLock", timer_factory()
         )
         replica_manager.role_listeners.append(self._on_role_change)
+        persister.on_reset.append(self._on_reset)
 
     def _cfg(self, name: str) -> int:
         return self.configs.broker_int(name, self.node_id)
 
-    @property
-    def lock_duration_ms(self) -> int:
-        return self._cfg("group.share.record.lock.duration.ms")
+    def _group_cfg(self, group_id: str, name: str) -> str:
+        """A group config of ``group_id`` (its own, else the broker's)."""
+        return group_setting(
+            self.configs, self.metadata.group_configs, group_id, name, self.node_id
+        )
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return int(self._group_cfg(group_id, "share.record.lock.duration.ms"))
 
     # -- sessions -----------------------------------------------------------------------
 
@@ -299,19 +313,36 @@ class SharePartitionManager:
         sp = self._partitions.get((group_id, k))
         if sp is not None:
             return sp
-        limit = self._cfg("group.share.delivery.count.limit")
-        locks = self._cfg("group.share.partition.max.record.locks")
+        limit = int(self._group_cfg(group_id, "share.delivery.count.limit"))
+        locks = int(self._group_cfg(group_id, "share.partition.max.record.locks"))
         state = self.persister.read(group_id, *k)
-        if state is None:
-            sp = SharePartition(partition.high_watermark, limit, locks)
+        if state is None or state.start_offset < 0:
+            sp = SharePartition(self._reset_offset(group_id, partition), limit, locks)
             self._persist(group_id, k, sp)
         else:
             sp = SharePartition.restore(state, limit, locks)
         self._partitions[(group_id, k)] = sp
         return sp
 
+    def _reset_offset(self, group_id: str, partition: Partition) -> int:
+        """Where a partition new to the group starts (``share.auto.offset.reset``): the
+        log's start, its high watermark, or the first record since a while ago."""
+        reset = self._group_cfg(group_id, "share.auto.offset.reset")
+        log = partition.log
+        if reset.lower() == "earliest":
+            return log.log_start_offset
+        back = reset_duration_ms(reset)
+        if back is None:
+            return partition.high_watermark
+        found = log.offset_for_timestamp(
+            self.replica_manager.time_ms() - back, partition.high_watermark
+        )
+        return partition.high_watermark if found is None else found[0]
+
     def _persist(self, group_id: str, k: Key, sp: SharePartition) -> None:
-        self.persister.write(group_id, k[0], k[1], sp.snapshot())
+        state = sp.snapshot()
+        state.leader_epoch = self._current_leader(k)[1]
+        self.persister.write(group_id, k[0], k[1], state)
 
     def _acquire_all(
         self,
@@ -360,7 +391,7 @@ class SharePartitionManager:
             budget -= sum(last - first + 1 for first, last, _ in ranges)
             result.acquired = ranges
             result.records = b"".join(batches[i][2] for i in sorted(used))
-            self._lock(group_id, k, lock)
+            self._lock(group_id, k, sp, lock)
             self._persist(group_id, k, sp)
         return waiting
 
@@ -378,19 +409,22 @@ class SharePartitionManager:
             finally:
                 self._persist(group_id, k, sp)
                 if renewed:
-                    self._lock(group_id, k, renewal)
+                    self._lock(group_id, k, sp, renewal)
         except KafkaError as e:
             return e
         return None
 
-    def _lock(self, group_id: str, k: Key, lock: int) -> None:
-        op = _LockTimeout(self, (group_id, k), lock, self.lock_duration_ms)
+    def _lock(self, group_id: str, k: Key, sp: SharePartition, lock: int) -> None:
+        op = _LockTimeout(self, (group_id, k), sp, lock, self.lock_duration_ms(group_id))
         self._locks.try_complete_else_watch(op, [(group_id, k)])
 
-    def _lock_expired(self, key: tuple[str, Key], lock: int) -> None:
-        sp = self._partitions.get(key)
-        if sp is not None and sp.expire(lock):
+    def _lock_expired(self, key: tuple[str, Key], sp: SharePartition, lock: int) -> None:
+        if self._partitions.get(key) is sp and sp.expire(lock):
             self._persist(key[0], key[1], sp)
+
+    def _on_reset(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        # The coordinator replaced or deleted the state: the next use reads it again.
+        self._partitions.pop((group_id, (topic_id, partition)), None)
 
     def _on_role_change(self, partition: Partition, leader: bool) -> None:
         # Another broker may change the state while this one does not lead: read it
@@ -399,12 +433,6 @@ class SharePartitionManager:
         for group_id, k in list(self._partitions):
             if k[1] == tp.partition and self.metadata.topic_names.get(k[0]) == tp.topic:
                 del self._partitions[(group_id, k)]
-
-    # -- what describing and listing read ---------------------------------------------
-
-    def start_offsets(self, group_id: str) -> dict[Key, int]:
-        """The share-partition start offset of each partition the group has state for."""
-        return {k: s.start_offset for k, s in self.persister.partitions_of(group_id).items()}
 
     def shutdown(self) -> None:
         self._locks.shutdown()
