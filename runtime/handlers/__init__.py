@@ -84,6 +84,8 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     77: ("api_77_share_group_describe", 1, 1, 1),
     78: ("api_78_share_fetch", 1, 2, 2),
     79: ("api_79_share_acknowledge", 1, 2, 2),
+    88: ("api_88_streams_group_heartbeat", 0, 1, 1),
+    89: ("api_89_streams_group_describe", 0, 1, 1),
 }
 
 

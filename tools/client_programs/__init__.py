@@ -30,6 +30,8 @@ from kafkagen.maven import cache_dir, classpath
 
 #: The Java client the Java program is built against.
 KAFKA_CLIENTS = "org.apache.kafka:kafka-clients:4.4.0"
+#: Kafka Streams, for the Streams application among the Java programs.
+KAFKA_STREAMS = "org.apache.kafka:kafka-streams:4.4.0"
 #: How long one build may take (a cold Go module download is the slowest).
 BUILD_TIMEOUT_S = 900
 
@@ -102,7 +104,7 @@ def _run_build(cmd: Sequence[str], cwd: Path, what: str, env: dict[str, str] | N
 
 def _java(main: str = "ClientScenario") -> list[str]:
     java, javac = _tool("java", "java"), _tool("javac", "java")
-    jars = os.pathsep.join(str(p) for p in classpath([KAFKA_CLIENTS]))
+    jars = os.pathsep.join(str(p) for p in classpath([KAFKA_CLIENTS, KAFKA_STREAMS]))
 
     def build(out: Path) -> None:
         sources = [str(p) for p in _sources("java") if p.suffix == ".java"]

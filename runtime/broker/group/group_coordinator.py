@@ -32,6 +32,7 @@ from ._offset_store import OffsetStore
 from .consumer_group import ConsumerGroup, StateRecords, decode_state_key
 from .consumer_group_manager import ConsumerGroupManager
 from .group_model import Group, GroupState, Member, OffsetEntry
+from .streams_group_manager import StreamsGroupManager
 
 __all__ = ["GroupCoordinator"]
 
@@ -65,8 +66,12 @@ class GroupCoordinator(ClassicProtocol):
         groups: SortedKeysDict[str, Group] = SortedKeysDict()
         consumer = ConsumerGroupManager(self.log, groups, timer_factory)
         super().__init__(self.log, groups, consumer, timer_factory)
-        #: Committed offsets of the groups of both protocols.
-        self.offsets = OffsetStore(self.log, self.groups, self.consumer, self._schedule_heartbeat)
+        #: Streams groups (KIP-1071).
+        self.streams = StreamsGroupManager(self.log, timer_factory)
+        #: Committed offsets of the groups of every protocol.
+        self.offsets = OffsetStore(
+            self.log, self.groups, self.consumer, self.streams, self._schedule_heartbeat
+        )
 
     # -- ownership --------------------------------------------------------------------
 
@@ -170,6 +175,7 @@ class GroupCoordinator(ClassicProtocol):
             group = self.groups.pop(group_id)
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.unload(index)
+        self.streams.unload(index)
         # The next leader replays them; kept here they would go stale.
         self.offsets.drop_pending(index)
 
@@ -267,6 +273,7 @@ class GroupCoordinator(ClassicProtocol):
         for group in self.groups.values():
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.shutdown()
+        self.streams.shutdown()
         self._stop_purgatories()
 
 
