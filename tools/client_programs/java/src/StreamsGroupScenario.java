@@ -22,10 +22,12 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * One instance of a word-count Kafka Streams application on the streams group protocol
  * (KIP-1071), run until SIGTERM; what it does is printed as JSON lines.
  *
- * <p>{@code StreamsGroupScenario BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR NAME STANDBYS}:
+ * <p>{@code StreamsGroupScenario BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR NAME}:
  * records of INPUT (a word as value) are regrouped by word through a repartition topic and
  * counted in a store with a changelog; each new count goes to OUTPUT (word, count as a
- * long), at least once, with {@code group.protocol=streams}. Lines printed:
+ * long), at least once, with {@code group.protocol=streams}. (Standby replicas are the
+ * group's to decide on this protocol: {@code group.streams.num.standby.replicas}.) Lines
+ * printed:
  *
  * <ul>
  *   <li>{@code {"name", "state", "active", "standby"}} at each state change and whenever the
@@ -54,9 +56,9 @@ public final class StreamsGroupScenario {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 7) {
+        if (args.length != 6) {
             System.err.println(
-                    "usage: StreamsGroupScenario BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR NAME STANDBYS");
+                    "usage: StreamsGroupScenario BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR NAME");
             System.exit(2);
             return;
         }
@@ -70,7 +72,6 @@ public final class StreamsGroupScenario {
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
-        p.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, Integer.parseInt(args[6]));
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 3);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
