@@ -59,7 +59,7 @@ def handle(ctx: RequestContext, request: StreamsGroupHeartbeatRequest) -> None:
             client_host=ctx.client_host,
         )
     except KafkaError as e:
-        ctx.respond(R(error_code=e.code, error_message=e.message, member_id=request.member_id))
+        ctx.respond(R(error_code=e.code, error_message=e.message, member_id=""))
         return
     response = R(
         error_code=0,

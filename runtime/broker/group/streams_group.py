@@ -153,15 +153,17 @@ def configure(topology: Topology, partitions_of: Mapping[str, int]) -> Configure
         for s in subs
         if s.source_topics or s.repartition_source_topics
     }
+    # Repartition topics first, then changelogs, each in the topology's order.
     wanted: dict[str, tuple[int, InternalTopic]] = {}
     for s in subs:
         for r in s.repartition_source_topics:
             wanted[r.name] = (counts[r.name], r)
+    for s in subs:
         for c in s.state_changelog_topics:
             wanted[c.name] = (task_counts[s.subtopology_id], c)
     to_create = {}
     wrong = []
-    for name, (n, topic) in sorted(wanted.items()):
+    for name, (n, topic) in wanted.items():
         existing = partitions_of.get(name)
         if existing is None:
             to_create[name] = (n, topic)
@@ -176,7 +178,7 @@ def configure(topology: Topology, partitions_of: Mapping[str, int]) -> Configure
         for t in (*s.source_topics, *(r.name for r in s.repartition_source_topics))
     }
     if to_create:
-        detail = f"Internal topics are missing: [{', '.join(to_create)}]"
+        detail = f"Internal topics are missing: {', '.join(to_create)}"
         return ConfiguredTopology(
             None, (Status.MISSING_INTERNAL_TOPICS, detail), to_create, source_partitions
         )

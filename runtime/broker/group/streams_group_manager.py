@@ -32,7 +32,6 @@ from kafkagen.runtime.errors import (
     InvalidRequestError,
     KafkaError,
     StaleMemberEpochError,
-    StreamsInvalidTopologyEpochError,
     StreamsInvalidTopologyError,
     UnknownMemberIdError,
     UnsupportedVersionError,
@@ -191,12 +190,13 @@ class StreamsGroupManager:
                 member.state, member.member_epoch = MemberState.STABLE, 0
                 self._cancel(member, "revocation")
         statuses: list[tuple[int, str]] = []
+        bump = False  # one new group epoch for whatever this heartbeat changed
         if topology is not None:
             if group.topology is None:
                 group.topology = topology
-                group.group_epoch += 1
+                bump = True
             elif topology.epoch > group.topology.epoch:
-                raise StreamsInvalidTopologyEpochError("Topology updates are not supported yet.")
+                raise InvalidRequestError("Topology updates are not supported yet.")
             elif topology.epoch < group.topology.epoch:
                 statuses.append(
                     (
@@ -218,17 +218,17 @@ class StreamsGroupManager:
                 topology.epoch,
             )
             group.members[member_id] = member
-            group.group_epoch += 1
+            bump = True
             _log.info("streams group %s: member %s joined", group_id, member_id)
-        changed = False
         if process_id is not None and process_id != member.process_id:
-            member.process_id, changed = process_id, True
+            member.process_id, bump = process_id, True
         if user_endpoint is not None and user_endpoint != member.user_endpoint:
-            member.user_endpoint, changed = user_endpoint, True
-            group.endpoint_epoch += 1
+            member.user_endpoint, bump = user_endpoint, True
+            if not is_new:
+                group.endpoint_epoch += 1
         if client_tags is not None and client_tags != member.client_tags:
-            member.client_tags, changed = dict(client_tags), True
-        if changed and not is_new:
+            member.client_tags, bump = dict(client_tags), True
+        if bump:
             group.group_epoch += 1
         if rack_id is not None:
             member.rack_id = rack_id
@@ -246,9 +246,9 @@ class StreamsGroupManager:
         send = member_epoch == 0 or before != member.assigned
         if owned is not None and owned != member.assigned:
             send = True
-        return self._result(
-            group, member, member_id, member.member_epoch, endpoint_epoch, send, statuses
-        )
+        # A joining member learns the endpoints whatever epoch it names.
+        seen = -1 if member_epoch == 0 else endpoint_epoch
+        return self._result(group, member, member_id, member.member_epoch, seen, send, statuses)
 
     def _result(
         self,
@@ -279,14 +279,16 @@ class StreamsGroupManager:
                     parts = task_partitions(group.topology, configured.source_partitions, tasks)
                     for topic, ps in parts.items():
                         mine.setdefault(topic, set()).update(ps)
+        if member is None:  # it left: nothing more to say
+            return HeartbeatResult(member_id, epoch, 0, -1, 0, [], None, 0, None)
         return HeartbeatResult(
             member_id,
             epoch,
-            self._cfg("group.streams.heartbeat.interval.ms") if member is not None else 0,
+            self._cfg("group.streams.heartbeat.interval.ms"),
             self._cfg("group.streams.acceptable.recovery.lag"),
             self._cfg("group.streams.task.offset.interval.ms"),
             statuses or [],
-            member.assigned.copy() if member is not None and send else None,
+            member.assigned.copy() if send else None,
             group.endpoint_epoch,
             endpoints,
         )
@@ -295,7 +297,7 @@ class StreamsGroupManager:
         out: list[tuple[int, str]] = []
         if group.configured is not None and group.configured.status is not None:
             out.append((int(group.configured.status[0]), group.configured.status[1]))
-        elif group.assign_after_ms and self.log.now_ms() < group.assign_after_ms:
+        if group.assign_after_ms and self.log.now_ms() < group.assign_after_ms:
             out.append(
                 (
                     Status.ASSIGNMENT_DELAYED,
@@ -351,9 +353,10 @@ class StreamsGroupManager:
             return
         if configured is None or configured.task_counts is None or group.assign_after_ms:
             # Members get an epoch and no tasks until the topology is configured and the
-            # initial delay is over.
-            group.target = {}
-            group.assignment_epoch = group.group_epoch
+            # initial delay is over; during the delay the first (empty) target stays.
+            if not group.assign_after_ms or not group.assignment_epoch:
+                group.target = {}
+                group.assignment_epoch = group.group_epoch
             return
         members = {
             m.member_id: AssignorMember(m.process_id, group.target.get(m.member_id, Tasks()))
