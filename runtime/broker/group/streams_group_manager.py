@@ -36,11 +36,12 @@ from kafkagen.runtime.errors import (
     UnknownMemberIdError,
     UnsupportedVersionError,
 )
-from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkagen.runtime.purgatory import DelayedOperationPurgatory
 from kafkagen.runtime.timer import Timer
 
 from ..coordinator.coordinator_log import CoordinatorLog
 from ..sorted_keys import SortedKeysDict
+from .group_model import MemberDeadline
 from .sticky_task_assignor import AssignorMember, Tasks, TaskSet, assign
 from .streams_group import (
     MemberState,
@@ -80,40 +81,13 @@ class HeartbeatResult:
     endpoints: Endpoints | None
 
 
-class _Timeout(DelayedOperation):
-    """A member's session or revocation deadline: only a timeout or a replacement ends it."""
-
-    __slots__ = ("_manager", "_group", "_member_id", "_what")
-
-    def __init__(
-        self,
-        manager: StreamsGroupManager,
-        group: StreamsGroup,
-        member_id: str,
-        delay_ms: int,
-        what: str,
-    ) -> None:
-        super().__init__(delay_ms)
-        self._manager = manager
-        self._group = group
-        self._member_id = member_id
-        self._what = what
-
-    def try_complete(self) -> bool:
-        return False
-
-    def on_complete(self) -> None:
-        if self.is_expired:
-            self._manager._expired(self._group, self._member_id, self, self._what)
-
-
 class StreamsGroupManager:
     """The streams groups of one group coordinator."""
 
     def __init__(self, log: CoordinatorLog, timer_factory: Callable[[], Timer]) -> None:
         self.log = log
         self.groups: SortedKeysDict[str, StreamsGroup] = SortedKeysDict()
-        self._timeouts: DelayedOperationPurgatory[_Timeout] = DelayedOperationPurgatory(
+        self._timeouts: DelayedOperationPurgatory[MemberDeadline] = DelayedOperationPurgatory(
             "StreamsGroupHeartbeat", timer_factory()
         )
 
@@ -441,7 +415,8 @@ class StreamsGroupManager:
             delay = self._cfg("group.streams.session.timeout.ms")
         else:
             delay = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 300_000
-        op = _Timeout(self, group, member.member_id, delay, what)
+        member_id = member.member_id
+        op = MemberDeadline(delay, lambda op: self._expired(group, member_id, op, what))
         self._cancel(member, what)
         setattr(member, what, op)
         self._timeouts.try_complete_else_watch(op, [(group.group_id, member.member_id)])
@@ -452,7 +427,7 @@ class StreamsGroupManager:
             setattr(member, what, None)
             op.force_complete()
 
-    def _expired(self, group: StreamsGroup, member_id: str, op: _Timeout, what: str) -> None:
+    def _expired(self, group: StreamsGroup, member_id: str, op: MemberDeadline, what: str) -> None:
         member = group.members.get(member_id)
         if member is None or self.groups.get(group.group_id) is not group:
             return
