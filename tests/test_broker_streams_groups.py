@@ -2,7 +2,7 @@
 functions, then StreamsGroupHeartbeat and StreamsGroupDescribe over real sockets with the
 generated codecs (join with a topology, internal topics created, statuses, revocation
 before reassignment, fencing, leave, session expiry, ListGroups, offsets with member
-epochs)."""
+epochs, DeleteGroups)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from broker_helpers import WireClient
+from kafkagen.generated.delete_groups import DeleteGroupsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
 from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest as DescReq
@@ -29,7 +30,7 @@ from kafkagen.runtime.broker.group.streams_group import (
 from kafkagen.runtime.errors import ErrorCode
 
 pytestmark = pytest.mark.timeout(120)
-HB, DESCRIBE, LIST, COMMIT = 88, 89, 16, 8
+HB, DESCRIBE, LIST, COMMIT, DELETE = 88, 89, 16, 8, 42
 SESSION_MS = 1500
 
 # -- the assignor ---------------------------------------------------------------------
@@ -361,3 +362,17 @@ def test_describe_list_and_commit(w: WireClient) -> None:
         ),
     )
     assert stale.topics[0].partitions[0].error_code == ErrorCode.STALE_MEMBER_EPOCH
+
+
+def test_delete_groups_refuses_a_live_streams_group_and_deletes_an_empty_one(
+    w: WireClient,
+) -> None:
+    m = Member(w, "app-delete", _topology("app-delete"))
+    _converge([m])
+    busy = w.call(DELETE, 2, DeleteGroupsRequest(groups_names=["app-delete"]))
+    assert busy.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+    assert m.heartbeat(member_epoch=-1).error_code == 0
+    done = w.call(DELETE, 2, DeleteGroupsRequest(groups_names=["app-delete"]))
+    assert done.results[0].error_code == 0
+    gone = w.call(DESCRIBE, 1, DescReq(group_ids=["app-delete"]))
+    assert gone.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND

@@ -221,15 +221,18 @@ class GroupCoordinator(ClassicProtocol):
             if error:
                 results[group_id] = error
                 continue
-            consumer_group = self.consumer.groups.get(group_id)
-            if consumer_group is not None:
-                if consumer_group.members:
+            modern = self.consumer.groups.get(group_id) or self.streams.groups.get(group_id)
+            if modern is not None:
+                if modern.members:
                     results[group_id] = ErrorCode.NON_EMPTY_GROUP
                 else:
                     # Its offsets move to a classic placeholder, deleted below like any.
-                    self.consumer.drop(group_id)
+                    if isinstance(modern, ConsumerGroup):
+                        self.consumer.drop(group_id)
+                    else:
+                        self.streams.drop(group_id)
                     placeholder = self.groups[group_id] = Group(group_id, self._time_ms())
-                    placeholder.offsets = consumer_group.offsets
+                    placeholder.offsets = modern.offsets
                     waiting.append(group_id)
                 continue
             group = self.groups.get(group_id)
