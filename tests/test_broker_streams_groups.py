@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 from broker_helpers import WireClient
+from kafkagen.generated.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest as ConsumerHbReq,
+)
 from kafkagen.generated.delete_groups import DeleteGroupsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
@@ -376,3 +379,20 @@ def test_delete_groups_refuses_a_live_streams_group_and_deletes_an_empty_one(
     assert done.results[0].error_code == 0
     gone = w.call(DESCRIBE, 1, DescReq(group_ids=["app-delete"]))
     assert gone.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_a_streams_group_id_is_not_a_consumer_group(w: WireClient) -> None:
+    Member(w, "app-namespace", _topology("app-namespace")).heartbeat()
+    r = w.call(
+        68,
+        0,
+        ConsumerHbReq(
+            group_id="app-namespace",
+            member_id="",
+            member_epoch=0,
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=["words"],
+            topic_partitions=[],
+        ),
+    )
+    assert r.error_code == ErrorCode.GROUP_ID_NOT_FOUND
