@@ -304,6 +304,10 @@ def test_errors_unknown_member_fenced_epoch_and_bad_requests(w: WireClient) -> N
     changelog.subtopologies[1].state_changelog_topics[0].partitions = 3
     bad = Member(w, "app-bad", changelog).heartbeat()
     assert bad.error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
+    pointing = _topology("app-bad")
+    pointing.subtopologies[0].copartition_groups = [HbReq.CopartitionGroup(source_topics=[7])]
+    nowhere = Member(w, "app-bad", pointing).heartbeat()
+    assert nowhere.error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
 
 
 def test_leave_and_session_expiry_free_the_tasks(w: WireClient) -> None:

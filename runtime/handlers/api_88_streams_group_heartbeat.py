@@ -134,8 +134,11 @@ def _topology(t: Q.Topology | None) -> Topology | None:
                 tuple(_internal(i) for i in s.repartition_source_topics),
                 tuple(
                     tuple(
-                        [s.source_topics[i] for i in g.source_topics]
-                        + [s.repartition_source_topics[i].name for i in g.repartition_source_topics]
+                        [_at(s.source_topics, i) for i in g.source_topics]
+                        + [
+                            _at([r.name for r in s.repartition_source_topics], i)
+                            for i in g.repartition_source_topics
+                        ]
                     )
                     for g in s.copartition_groups
                 ),
@@ -143,6 +146,12 @@ def _topology(t: Q.Topology | None) -> Topology | None:
             for s in t.subtopologies
         ),
     )
+
+
+def _at(names: Sequence[str], index: int) -> str | None:
+    """The topic a copartition group points at by index (None: no such topic; the
+    coordinator refuses the topology)."""
+    return names[index] if 0 <= index < len(names) else None
 
 
 def _internal(i: Q.TopicInfo) -> InternalTopic:

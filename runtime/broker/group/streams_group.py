@@ -81,8 +81,9 @@ class Subtopology:
     repartition_sink_topics: tuple[str, ...]
     state_changelog_topics: tuple[InternalTopic, ...]
     repartition_source_topics: tuple[InternalTopic, ...]
-    #: Each group: names of topics that must have the same partition count.
-    copartition_groups: tuple[tuple[str, ...], ...]
+    #: Each group: names of topics that must have the same partition count (None: the
+    #: request pointed at no topic; such a topology is refused before it is configured).
+    copartition_groups: tuple[tuple[str | None, ...], ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -520,6 +520,8 @@ def _validate(
         raise InvalidRequestError("RackId can't be empty.")
     if not member_id:
         raise InvalidRequestError("MemberId can't be empty.")
+    if topology is not None:  # Kafka 4.4 checks the topology before the epoch
+        _validate_topology(topology)
     if member_epoch < STATIC_LEAVE_EPOCH:
         raise InvalidRequestError(
             f"MemberEpoch is {member_epoch}, but must be greater than or equal to -2."
@@ -539,8 +541,6 @@ def _validate(
             raise InvalidRequestError("WarmupTasks must be empty when (re-)joining.")
     elif topology is not None and member_epoch > 0:
         raise InvalidRequestError("Topology can only be provided when (re-)joining.")
-    if topology is not None:
-        _validate_topology(topology)
 
 
 def _validate_topology(topology: Topology) -> None:
@@ -553,6 +553,11 @@ def _validate_topology(topology: Topology) -> None:
                     f"Changelog topic {c.name} must have an undefined partition count, "
                     f"but it is set to {c.partitions}."
                 )
+        if any(t is None for g in s.copartition_groups for t in g):
+            raise StreamsInvalidTopologyError(
+                f"A copartition group of subtopology {s.subtopology_id} names a topic index "
+                "the subtopology does not have."
+            )
     ids = [s.subtopology_id for s in topology.subtopologies]
     if len(set(ids)) != len(ids):
         raise StreamsInvalidTopologyError("Subtopology ids must be unique.")
