@@ -39,6 +39,7 @@ MAIN_CLASSES = {
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-groups": "org.apache.kafka.tools.GroupsCommand",
     "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "kafka-streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
     "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",

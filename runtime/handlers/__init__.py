@@ -89,6 +89,8 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     85: ("api_85_write_share_group_state", 0, 1, 1),
     86: ("api_86_delete_share_group_state", 0, 0, 0),
     87: ("api_87_read_share_group_state_summary", 0, 1, 1),
+    88: ("api_88_streams_group_heartbeat", 0, 1, 1),
+    89: ("api_89_streams_group_describe", 0, 1, 1),
     90: ("api_90_describe_share_group_offsets", 0, 1, 1),
     91: ("api_91_alter_share_group_offsets", 0, 0, 0),
     92: ("api_92_delete_share_group_offsets", 0, 0, 0),

@@ -1,7 +1,8 @@
 """ListGroups (key 16): the groups this broker coordinates, filtered by state and type.
 
 Groups of the consumer protocol (KIP-848) are listed with type and protocol type "consumer",
-share groups (KIP-932) with "share".
+share groups (KIP-932) with "share", streams groups (KIP-1071) with type "streams" and
+protocol type "streams".
 
 v6 (unstable, seed 001) pages the answer: groups come sorted by id, at most the pagination
 limit of them, and NextCursor names the first group of the next page. A page starts with a
@@ -17,6 +18,7 @@ from kafkagen.generated.list_groups import ListGroupsRequest, ListGroupsResponse
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group.consumer_group import ConsumerGroup
 from kafkagen.runtime.broker.group.group_model import Group
+from kafkagen.runtime.broker.group.streams_group import StreamsGroup
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.share.share_group import ShareGroup
@@ -28,6 +30,7 @@ PAGED = paged_version(API_KEY)
 CLASSIC = "classic"
 CONSUMER = "consumer"
 SHARE = "share"
+STREAMS = "streams"
 
 
 def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
@@ -39,12 +42,10 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     if v >= PAGED:
         # Groups come by id from the cursor on, so a page costs its own size.
         start = None if request.cursor is None else request.cursor.group_id
+        others: list[ShareGroup | StreamsGroup] = [*ctx.broker.share_groups.owned_groups()]
+        others += gc.streams.owned_groups()
         shared = sorted(
-            (
-                g
-                for g in ctx.broker.share_groups.owned_groups()
-                if start is None or g.group_id >= start
-            ),
+            (g for g in others if start is None or g.group_id >= start),
             key=lambda g: g.group_id,
         )
         merged = heapq.merge(gc.groups_from(start), shared, key=lambda g: g.group_id)
@@ -58,6 +59,7 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
         listed = [_listed(g) for g in gc.list_groups()]
         listed += [_listed(g) for g in gc.consumer.owned_groups(gc.owned)]
         listed += [_listed(g) for g in ctx.broker.share_groups.owned_groups()]
+        listed += [_listed(g) for g in gc.streams.owned_groups()]
         kept = [g for g in sorted(listed) if _kept(g, states, types)]
     # Without DESCRIBE on the cluster, only the groups the sender may describe are listed.
     if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
@@ -74,8 +76,10 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     ctx.respond(response)
 
 
-def _listed(g: Group | ConsumerGroup | ShareGroup) -> tuple[str, str, str, str]:
+def _listed(g: Group | ConsumerGroup | ShareGroup | StreamsGroup) -> tuple[str, str, str, str]:
     """(group id, protocol type, state, group type) as ListGroups answers them."""
+    if isinstance(g, StreamsGroup):
+        return g.group_id, STREAMS, g.state.value, STREAMS
     if isinstance(g, ShareGroup):
         return g.group_id, SHARE, g.state, SHARE
     if isinstance(g, ConsumerGroup):

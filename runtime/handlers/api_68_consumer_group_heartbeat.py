@@ -15,7 +15,7 @@ from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group.assignors import Assignment
 from kafkagen.runtime.broker.group.consumer_group import HeartbeatResult
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
-from kafkagen.runtime.errors import ErrorCode, KafkaError
+from kafkagen.runtime.errors import ErrorCode, GroupIdNotFoundError, KafkaError
 
 API_KEY = 68
 R = ConsumerGroupHeartbeatResponse
@@ -56,8 +56,11 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> None:
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
         respond(None, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return
+    gc = ctx.broker.group_coordinator
     try:
-        ctx.broker.group_coordinator.consumer.heartbeat(
+        if request.group_id in gc.streams.groups:
+            raise GroupIdNotFoundError(f"Group {request.group_id} is not a consumer group.")
+        gc.consumer.heartbeat(
             version=ctx.api_version,
             group_id=request.group_id,
             member_id=request.member_id,

@@ -24,6 +24,7 @@ def _load_scenarios() -> None:
         group_scenarios,
         produce_fetch_scenarios,
         share_scenarios,
+        streams_scenarios,
         txn_scenarios,
     )
 

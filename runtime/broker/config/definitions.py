@@ -393,7 +393,6 @@ KAFKAGEN_CONFIGS = (
 KAFKAGEN_DEFAULTS: dict[str, tuple[str, str]] = {
     "auto.create.topics.enable": ("false", "a test cluster should not grow topics from a typo"),
     "max.connections": ("1000", "connections are bounded on a shared test machine"),
-    "group.coordinator.rebalance.protocols": ("classic,consumer", "streams groups are not served"),
     "listeners": (
         "",
         "empty means one PLAINTEXT listener on the cluster's port, broker i on port + i",

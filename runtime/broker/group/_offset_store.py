@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.records import Record
@@ -25,6 +26,8 @@ from ._group_records import OffsetCommitValue, offset_key, offset_value
 from .consumer_group import ConsumerGroup
 from .consumer_group_manager import ConsumerGroupManager
 from .group_model import Group, GroupState, Member, OffsetEntry
+from .streams_group import StreamsGroup
+from .streams_group_manager import StreamsGroupManager
 
 __all__ = ["MAX_METADATA", "OffsetStore", "offset_records"]
 
@@ -73,16 +76,26 @@ class OffsetStore:
         log: CoordinatorLog,
         groups: SortedKeysDict[str, Group],
         consumer: ConsumerGroupManager,
+        streams: StreamsGroupManager,
         keep_alive: Callable[[Group, Member], None],
     ) -> None:
         self.log = log
         #: The coordinator's classic groups (shared: the protocol adds and removes them).
         self.groups = groups
         self.consumer = consumer
+        self.streams = streams
         #: Called when a classic member commits: a commit counts as a heartbeat.
         self._keep_alive = keep_alive
         #: (producer id, offsets-topic partition) -> what its open transaction committed.
         self.pending: dict[tuple[int, int], _PendingOffsets] = {}
+
+    def _modern(self, group_id: str) -> tuple[Any, ConsumerGroup | StreamsGroup | None]:
+        """The manager and the group when ``group_id`` is a consumer-protocol or streams
+        group (they keep their offsets and check their members' epochs themselves)."""
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return self.consumer, consumer_group
+        return self.streams, self.streams.groups.get(group_id)
 
     # -- OffsetCommit -----------------------------------------------------------------
 
@@ -109,12 +122,12 @@ class OffsetStore:
         if error:
             fail(error)
             return
-        consumer_group = self.consumer.groups.get(group_id)
+        manager, consumer_group = self._modern(group_id)
         group = self.groups.get(group_id)
         cache: dict[TopicPartition, OffsetEntry]
         if consumer_group is not None:
             try:
-                self.consumer.validate_offset_commit(
+                manager.validate_offset_commit(
                     consumer_group, member_id, generation_id, api_version
                 )
             except KafkaError as e:
@@ -151,7 +164,7 @@ class OffsetStore:
             return
 
         def appended(error: int) -> None:
-            current = self.consumer.groups.get(group_id) or self.groups.get(group_id)
+            current = self._modern(group_id)[1] or self.groups.get(group_id)
             if not error and current is owner:
                 cache.update(valid)
             for tp in valid:
@@ -204,10 +217,10 @@ class OffsetStore:
         self, group_id: str, member_id: str | None, member_epoch: int
     ) -> SortedKeysDict[TopicPartition, OffsetEntry]:
         self.log.check_owner(group_id)
-        consumer_group = self.consumer.groups.get(group_id)
+        manager, consumer_group = self._modern(group_id)
         if consumer_group is not None:
             if member_id is not None:
-                self.consumer.validate_offset_fetch(consumer_group, member_id, member_epoch)
+                manager.validate_offset_fetch(consumer_group, member_id, member_epoch)
             return consumer_group.offsets
         group = self.groups.get(group_id)
         return SortedKeysDict() if group is None else group.offsets
@@ -226,11 +239,11 @@ class OffsetStore:
         if error:
             callback(error, {})
             return
-        consumer_group = self.consumer.groups.get(group_id)
+        manager, consumer_group = self._modern(group_id)
         errors: dict[TopicPartition, int] = {}
-        owner: Group | ConsumerGroup
+        owner: Group | ConsumerGroup | StreamsGroup
         if consumer_group is not None:
-            subscribed = self.consumer.subscribed_topics(consumer_group)
+            subscribed = manager.subscribed_topics(consumer_group)
             owner = consumer_group
         else:
             group = self.groups.get(group_id)
@@ -276,8 +289,9 @@ class OffsetStore:
 
     def on_topic_deleted(self, topic: str) -> None:
         """Offsets of a deleted topic go with it (Kafka cleans them up the same way)."""
-        owners: list[Group | ConsumerGroup] = [*self.groups.values()]
+        owners: list[Group | ConsumerGroup | StreamsGroup] = [*self.groups.values()]
         owners += self.consumer.groups.values()
+        owners += self.streams.groups.values()
         for owner in owners:
             for tp in [tp for tp in owner.offsets if tp.topic == topic]:
                 del owner.offsets[tp]
@@ -305,11 +319,11 @@ class OffsetStore:
         if error:
             fail(error)
             return
-        consumer_group = self.consumer.groups.get(group_id)
+        manager, consumer_group = self._modern(group_id)
         group = self.groups.get(group_id)
         if consumer_group is not None:
             try:
-                self.consumer.validate_txn_offset_commit(consumer_group, member_id, generation_id)
+                manager.validate_txn_offset_commit(consumer_group, member_id, generation_id)
             except KafkaError as e:
                 fail(e.code)
                 return
@@ -350,7 +364,7 @@ class OffsetStore:
         for group_id, entries in pending.groups.items():
             # A consumer-protocol group keeps its offsets itself: a classic group made here
             # would hide them from its members and refuse their next transactional commits.
-            consumer_group = self.consumer.groups.get(group_id)
+            consumer_group = self._modern(group_id)[1]
             if consumer_group is not None:
                 consumer_group.offsets.update(entries)
                 continue

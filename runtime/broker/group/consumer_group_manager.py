@@ -45,7 +45,7 @@ from kafkagen.runtime.errors import (
     UnsupportedAssignorError,
     UnsupportedVersionError,
 )
-from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkagen.runtime.purgatory import DelayedOperationPurgatory
 from kafkagen.runtime.records import Record
 from kafkagen.runtime.timer import Timer
 
@@ -64,7 +64,7 @@ from .consumer_group import (
     encode_group_records,
     encode_member,
 )
-from .group_model import Group
+from .group_model import Group, MemberDeadline
 
 __all__ = ["ConsumerGroupManager"]
 
@@ -72,33 +72,6 @@ _log = logging.getLogger("kafkagen.broker.groups")
 
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
-
-
-class _Session(DelayedOperation):
-    """A member's session (or its revocation deadline): only a timeout or a replacement ends it."""
-
-    __slots__ = ("_manager", "_group", "_member_id", "_what")
-
-    def __init__(
-        self,
-        manager: ConsumerGroupManager,
-        group: ConsumerGroup,
-        member_id: str,
-        delay_ms: int,
-        what: str,
-    ) -> None:
-        super().__init__(delay_ms)
-        self._manager = manager
-        self._group = group
-        self._member_id = member_id
-        self._what = what
-
-    def try_complete(self) -> bool:
-        return False
-
-    def on_complete(self) -> None:
-        if self.is_expired:
-            self._manager._expired(self._group, self._member_id, self, self._what)
 
 
 def _copy(a: Assignment) -> Assignment:
@@ -122,7 +95,7 @@ class ConsumerGroupManager:
         #: The classic groups of the same coordinator: one group-id namespace for both.
         self.classic_groups = classic_groups
         self.groups: SortedKeysDict[str, ConsumerGroup] = SortedKeysDict()
-        self._sessions: DelayedOperationPurgatory[_Session] = DelayedOperationPurgatory(
+        self._sessions: DelayedOperationPurgatory[MemberDeadline] = DelayedOperationPurgatory(
             "ConsumerGroupHeartbeat", timer_factory()
         )
 
@@ -526,7 +499,7 @@ class ConsumerGroupManager:
 
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         timeout = self._cfg("group.consumer.session.timeout.ms")
-        op = _Session(self, group, member.member_id, timeout, "session")
+        op = self._deadline(group, member.member_id, timeout, "session")
         old, member.session = member.session, op
         if old is not None:
             old.force_complete()
@@ -535,7 +508,7 @@ class ConsumerGroupManager:
     def _schedule_revocation(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         self._cancel_revocation(member)
         timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 300_000
-        op = _Session(self, group, member.member_id, timeout, "revocation")
+        op = self._deadline(group, member.member_id, timeout, "revocation")
         member.revocation = op
         self._sessions.try_complete_else_watch(op, [(group.group_id, member.member_id)])
 
@@ -550,7 +523,12 @@ class ConsumerGroupManager:
             op, member.session = member.session, None
             op.force_complete()
 
-    def _expired(self, group: ConsumerGroup, member_id: str, op: _Session, what: str) -> None:
+    def _deadline(
+        self, group: ConsumerGroup, member_id: str, delay_ms: int, what: str
+    ) -> MemberDeadline:
+        return MemberDeadline(delay_ms, lambda op: self._expired(group, member_id, op, what))
+
+    def _expired(self, group: ConsumerGroup, member_id: str, op: MemberDeadline, what: str) -> None:
         member = group.members.get(member_id)
         if member is None or self.groups.get(group.group_id) is not group:
             return

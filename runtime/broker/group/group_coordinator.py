@@ -32,6 +32,7 @@ from ._offset_store import OffsetStore
 from .consumer_group import ConsumerGroup, StateRecords, decode_state_key
 from .consumer_group_manager import ConsumerGroupManager
 from .group_model import Group, GroupState, Member, OffsetEntry
+from .streams_group_manager import StreamsGroupManager
 
 __all__ = ["GroupCoordinator"]
 
@@ -65,8 +66,12 @@ class GroupCoordinator(ClassicProtocol):
         groups: SortedKeysDict[str, Group] = SortedKeysDict()
         consumer = ConsumerGroupManager(self.log, groups, timer_factory)
         super().__init__(self.log, groups, consumer, timer_factory)
-        #: Committed offsets of the groups of both protocols.
-        self.offsets = OffsetStore(self.log, self.groups, self.consumer, self._schedule_heartbeat)
+        #: Streams groups (KIP-1071).
+        self.streams = StreamsGroupManager(self.log, timer_factory)
+        #: Committed offsets of the groups of every protocol.
+        self.offsets = OffsetStore(
+            self.log, self.groups, self.consumer, self.streams, self._schedule_heartbeat
+        )
 
     # -- ownership --------------------------------------------------------------------
 
@@ -170,6 +175,7 @@ class GroupCoordinator(ClassicProtocol):
             group = self.groups.pop(group_id)
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.unload(index)
+        self.streams.unload(index)
         # The next leader replays them; kept here they would go stale.
         self.offsets.drop_pending(index)
 
@@ -215,15 +221,18 @@ class GroupCoordinator(ClassicProtocol):
             if error:
                 results[group_id] = error
                 continue
-            consumer_group = self.consumer.groups.get(group_id)
-            if consumer_group is not None:
-                if consumer_group.members:
+            modern = self.consumer.groups.get(group_id) or self.streams.groups.get(group_id)
+            if modern is not None:
+                if modern.members:
                     results[group_id] = ErrorCode.NON_EMPTY_GROUP
                 else:
                     # Its offsets move to a classic placeholder, deleted below like any.
-                    self.consumer.drop(group_id)
+                    if isinstance(modern, ConsumerGroup):
+                        self.consumer.drop(group_id)
+                    else:
+                        self.streams.drop(group_id)
                     placeholder = self.groups[group_id] = Group(group_id, self._time_ms())
-                    placeholder.offsets = consumer_group.offsets
+                    placeholder.offsets = modern.offsets
                     waiting.append(group_id)
                 continue
             group = self.groups.get(group_id)
@@ -267,6 +276,7 @@ class GroupCoordinator(ClassicProtocol):
         for group in self.groups.values():
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.shutdown()
+        self.streams.shutdown()
         self._stop_purgatories()
 
 

@@ -213,3 +213,21 @@ class Group:
                 return None
             topics.update(sub.topics)  # type: ignore[attr-defined]
         return topics
+
+
+class MemberDeadline(DelayedOperation):
+    """A member's session or revocation deadline in a coordinator-driven group: only a
+    timeout or a replacement ends it; ``expire(op)`` runs when it times out."""
+
+    __slots__ = ("_expire",)
+
+    def __init__(self, delay_ms: int, expire: Callable[[MemberDeadline], None]) -> None:
+        super().__init__(delay_ms)
+        self._expire = expire
+
+    def try_complete(self) -> bool:
+        return False
+
+    def on_complete(self) -> None:
+        if self.is_expired:
+            self._expire(self)

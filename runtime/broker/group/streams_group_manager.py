@@ -1,0 +1,619 @@
+"""Streams groups (KIP-1071): the coordinator runs the rebalance of Kafka Streams clients.
+
+Members heartbeat (StreamsGroupHeartbeat) with their process id, endpoint and, when they
+join, the topology. The first member's topology initializes the group's; the coordinator
+configures it against the cluster's topics (`streams_group.configure`), creates the
+repartition and changelog topics it needs, and until the topology is configured answers
+with a status (missing source topics, missing internal topics, ...) and no tasks. Then, as
+for the consumer protocol, a **group epoch** bumped by membership and partition-count
+changes, a **target assignment** from the sticky task assignor, and per member a
+**member epoch** reached one step at a time: tasks to revoke first (the member keeps its
+epoch until it reports them gone), then new active tasks once their previous owner has
+released them. A new group waits ``group.streams.initial.rebalance.delay.ms`` before its
+first assignment (status ASSIGNMENT_DELAYED meanwhile).
+
+Sessions end by the broker's timer (``group.streams.session.timeout.ms``), and a member that
+does not revoke within its rebalance timeout is fenced. The groups live in the
+coordinator's memory: they are not written to ``__consumer_offsets`` (their committed
+offsets are), so a coordinator that moves starts them afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kafkagen.runtime.errors import (
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
+    GroupMaxSizeReachedError,
+    IllegalGenerationError,
+    InvalidRequestError,
+    KafkaError,
+    StaleMemberEpochError,
+    StreamsInvalidTopologyError,
+    UnknownMemberIdError,
+    UnsupportedVersionError,
+)
+from kafkagen.runtime.purgatory import DelayedOperationPurgatory
+from kafkagen.runtime.timer import Timer
+
+from ..coordinator.coordinator_log import CoordinatorLog
+from ..sorted_keys import SortedKeysDict
+from .group_model import MemberDeadline
+from .sticky_task_assignor import AssignorMember, Tasks, TaskSet, assign
+from .streams_group import (
+    MemberState,
+    Status,
+    StreamsGroup,
+    StreamsMember,
+    Topology,
+    configure,
+    task_partitions,
+)
+
+__all__ = ["HeartbeatResult", "StreamsGroupManager"]
+
+_log = logging.getLogger("kafkagen.broker.groups")
+
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+#: (host, port) -> the topic partitions of the active and of the standby tasks there.
+Endpoints = dict[tuple[str, int], tuple[dict[str, set[int]], dict[str, set[int]]]]
+
+
+@dataclass(slots=True)
+class HeartbeatResult:
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    acceptable_recovery_lag: int
+    task_offset_interval_ms: int
+    statuses: list[tuple[int, str]]
+    #: The member's tasks when they changed (None: unchanged).
+    tasks: Tasks | None
+    endpoint_epoch: int
+    #: (host, port) -> the topic partitions of the active and of the standby tasks of the
+    #: members there, when the member's endpoint information is older than the group's.
+    endpoints: Endpoints | None
+
+
+class StreamsGroupManager:
+    """The streams groups of one group coordinator."""
+
+    def __init__(self, log: CoordinatorLog, timer_factory: Callable[[], Timer]) -> None:
+        self.log = log
+        self.groups: SortedKeysDict[str, StreamsGroup] = SortedKeysDict()
+        self._timeouts: DelayedOperationPurgatory[MemberDeadline] = DelayedOperationPurgatory(
+            "StreamsGroupHeartbeat", timer_factory()
+        )
+
+    def _cfg(self, name: str) -> int:
+        return self.log.cfg(name)
+
+    def enabled(self) -> bool:
+        value = self.log.configs.broker("group.coordinator.rebalance.protocols", self.log.node_id)
+        return isinstance(value, list) and "streams" in value
+
+    # -- StreamsGroupHeartbeat --------------------------------------------------------
+
+    def heartbeat(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        endpoint_epoch: int,
+        instance_id: str | None,
+        rack_id: str | None,
+        rebalance_timeout_ms: int,
+        topology: Topology | None,
+        owned: Tasks | None,
+        process_id: str | None,
+        user_endpoint: tuple[str, int] | None,
+        client_tags: dict[str, str] | None,
+        shutdown_application: bool,
+        client_id: str,
+        client_host: str,
+    ) -> HeartbeatResult:
+        """One heartbeat; raises the Kafka error the response must carry."""
+        if not self.enabled():
+            raise UnsupportedVersionError("the streams group protocol is not enabled")
+        _validate(
+            group_id,
+            member_id,
+            member_epoch,
+            instance_id,
+            rack_id,
+            rebalance_timeout_ms,
+            topology,
+            owned,
+        )
+        self.log.check_owner(group_id)
+        if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            group = self.groups.get(group_id)
+            if group is None:
+                raise GroupIdNotFoundError(f"Streams group {group_id} not found.")
+            self._remove(group, _member(group, member_id), "left the group")
+            return self._result(group, None, member_id, member_epoch, endpoint_epoch, False)
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_epoch != 0:
+                raise GroupIdNotFoundError(f"Streams group {group_id} not found.")
+            group = self.groups[group_id] = StreamsGroup(group_id)
+            delay = self._cfg("group.streams.initial.rebalance.delay.ms")
+            group.assign_after_ms = self.log.now_ms() + delay if delay > 0 else 0
+        member = group.members.get(member_id)
+        is_new = member is None
+        if member is None:
+            if member_epoch != 0:
+                raise UnknownMemberIdError(
+                    f"Member {member_id} is not a member of group {group_id}."
+                )
+            if len(group.members) >= self._cfg("group.streams.max.size"):
+                raise GroupMaxSizeReachedError(
+                    f"The streams group {group_id} has reached its maximum capacity."
+                )
+        else:
+            _check_epoch(member, member_epoch, owned)
+            if member_epoch == 0:  # it rejoins having dropped its tasks: it starts over
+                member.assigned, member.pending_revocation = Tasks(), Tasks()
+                member.state, member.member_epoch = MemberState.STABLE, 0
+                self._cancel(member, "revocation")
+        statuses: list[tuple[int, str]] = []
+        bump = False  # one new group epoch for whatever this heartbeat changed
+        if topology is not None:
+            if group.topology is None:
+                group.topology = topology
+                bump = True
+            elif topology.epoch > group.topology.epoch:
+                raise InvalidRequestError("Topology updates are not supported yet.")
+            elif topology.epoch < group.topology.epoch:
+                statuses.append(
+                    (
+                        Status.STALE_TOPOLOGY,
+                        f"The member's topology epoch {topology.epoch} is behind the group's "
+                        f"topology epoch {group.topology.epoch}.",
+                    )
+                )
+        if member is None:
+            assert topology is not None and process_id is not None  # checked on joining
+            member = StreamsMember(
+                member_id,
+                instance_id,
+                rack_id,
+                client_id,
+                client_host,
+                process_id,
+                rebalance_timeout_ms,
+                topology.epoch,
+            )
+            group.members[member_id] = member
+            bump = True
+            _log.info("streams group %s: member %s joined", group_id, member_id)
+        if process_id is not None and process_id != member.process_id:
+            member.process_id, bump = process_id, True
+        if user_endpoint is not None and user_endpoint != member.user_endpoint:
+            member.user_endpoint, bump = user_endpoint, True
+            if not is_new:
+                group.endpoint_epoch += 1
+        if client_tags is not None and client_tags != member.client_tags:
+            member.client_tags, bump = dict(client_tags), True
+        if bump:
+            group.group_epoch += 1
+        if rack_id is not None:
+            member.rack_id = rack_id
+        if rebalance_timeout_ms > 0:
+            member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.client_id, member.client_host = client_id, client_host
+        if shutdown_application:
+            group.shutdown_requested = True
+        self._configure(group)
+        statuses += self._statuses(group)
+        before = member.assigned.copy()
+        self._maybe_assign(group)
+        self._reconcile(group, member, owned)
+        self._schedule(group, member, "session")
+        send = member_epoch == 0 or before != member.assigned
+        if owned is not None and owned != member.assigned:
+            send = True
+        # A joining member learns the endpoints whatever epoch it names.
+        seen = -1 if member_epoch == 0 else endpoint_epoch
+        return self._result(group, member, member_id, member.member_epoch, seen, send, statuses)
+
+    def _result(
+        self,
+        group: StreamsGroup,
+        member: StreamsMember | None,
+        member_id: str,
+        epoch: int,
+        endpoint_epoch: int,
+        send: bool,
+        statuses: list[tuple[int, str]] | None = None,
+    ) -> HeartbeatResult:
+        endpoints: Endpoints | None = None
+        configured = group.configured
+        if (
+            member is not None
+            and endpoint_epoch != group.endpoint_epoch
+            and group.topology is not None
+            and configured is not None
+        ):
+            endpoints = {}
+            for m in group.members.values():
+                if m.user_endpoint is None:
+                    continue
+                found = endpoints.setdefault(m.user_endpoint, ({}, {}))
+                for mine, tasks in zip(
+                    found, (m.assigned.active, m.assigned.standby), strict=False
+                ):
+                    parts = task_partitions(group.topology, configured.source_partitions, tasks)
+                    for topic, ps in parts.items():
+                        mine.setdefault(topic, set()).update(ps)
+        if member is None:  # it left: nothing more to say
+            return HeartbeatResult(member_id, epoch, 0, -1, 0, [], None, 0, None)
+        return HeartbeatResult(
+            member_id,
+            epoch,
+            self._cfg("group.streams.heartbeat.interval.ms"),
+            self._cfg("group.streams.acceptable.recovery.lag"),
+            self._cfg("group.streams.task.offset.interval.ms"),
+            statuses or [],
+            member.assigned.copy() if send else None,
+            group.endpoint_epoch,
+            endpoints,
+        )
+
+    def _statuses(self, group: StreamsGroup) -> list[tuple[int, str]]:
+        out: list[tuple[int, str]] = []
+        if group.configured is not None and group.configured.status is not None:
+            out.append((int(group.configured.status[0]), group.configured.status[1]))
+        if group.assign_after_ms and self.log.now_ms() < group.assign_after_ms:
+            out.append(
+                (
+                    Status.ASSIGNMENT_DELAYED,
+                    "Assignment delayed due to the configured initial rebalance delay.",
+                )
+            )
+        if group.shutdown_requested:
+            out.append(
+                (
+                    Status.SHUTDOWN_APPLICATION,
+                    "A member of the streams group requested a shutdown of the application.",
+                )
+            )
+        return out
+
+    # -- the topology against the cluster's topics ------------------------------------
+
+    def _configure(self, group: StreamsGroup) -> None:
+        """(Re)configure the topology when the topics it reads changed; create the
+        internal topics it is missing."""
+        if group.topology is None:
+            return
+        topics = self.log.metadata.topics
+        partitions_of = {name: len(t.partitions) for name, t in topics.items()}
+        configured = configure(group.topology, partitions_of)
+        if group.configured is not None and configured == group.configured:
+            return
+        had_tasks = group.configured is not None and group.configured.task_counts is not None
+        group.configured = configured
+        if configured.task_counts is not None or had_tasks:
+            group.group_epoch += 1
+        for name, (partitions, topic) in configured.to_create.items():
+            try:
+                self.log.metadata.create_topic(
+                    name,
+                    partitions,
+                    topic.replication_factor if topic.replication_factor > 0 else -1,
+                    configs=dict(topic.configs),
+                )
+                _log.info("streams group %s: created internal topic %s", group.group_id, name)
+            except KafkaError as e:
+                _log.warning("streams group %s: cannot create %s: %s", group.group_id, name, e)
+
+    # -- assignment -------------------------------------------------------------------
+
+    def _maybe_assign(self, group: StreamsGroup) -> None:
+        configured = group.configured
+        ready = configured is not None and configured.task_counts is not None
+        if ready and group.assign_after_ms and self.log.now_ms() >= group.assign_after_ms:
+            group.assign_after_ms = 0
+            group.group_epoch += 1
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        if configured is None or configured.task_counts is None or group.assign_after_ms:
+            # Members get an epoch and no tasks until the topology is configured and the
+            # initial delay is over; during the delay the first (empty) target stays.
+            if not group.assign_after_ms or not group.assignment_epoch:
+                group.target = {}
+                group.assignment_epoch = group.group_epoch
+            return
+        members = {
+            m.member_id: AssignorMember(m.process_id, group.target.get(m.member_id, Tasks()))
+            for m in group.members.values()
+        }
+        group.target = assign(
+            members, configured.task_counts, self._cfg("group.streams.num.standby.replicas")
+        )
+        group.assignment_epoch = group.group_epoch
+
+    def _reconcile(self, group: StreamsGroup, member: StreamsMember, owned: Tasks | None) -> None:
+        """Move the member one step toward its target (revoke before assign)."""
+        if member.state is MemberState.UNREVOKED_TASKS:
+            if owned is None or _overlaps(owned, member.pending_revocation):
+                return
+            member.pending_revocation = Tasks()
+            member.state = MemberState.STABLE
+            self._cancel(member, "revocation")
+        target_epoch = group.assignment_epoch
+        if member.state is MemberState.STABLE and member.member_epoch == target_epoch:
+            return
+        target = group.target.get(member.member_id, Tasks())
+        keep, revoke, grant = Tasks(), Tasks(), Tasks()
+        unreleased = False
+        owners = group.active_owners()
+        for kind, (cur, want, k, r, g) in enumerate(
+            zip(
+                member.assigned.kinds(),
+                target.kinds(),
+                keep.kinds(),
+                revoke.kinds(),
+                grant.kinds(),
+                strict=False,
+            )
+        ):
+            for sub in set(cur) | set(want):
+                have, wanted = cur.get(sub, set()), want.get(sub, set())
+                if have & wanted:
+                    k[sub] = have & wanted
+                if have - wanted:
+                    r[sub] = have - wanted
+                for p in wanted - have:
+                    holder = owners.get((sub, p)) if kind == 0 else None
+                    if holder is None or holder == member.member_id:
+                        g.setdefault(sub, set()).add(p)
+                    else:
+                        unreleased = True
+        if not revoke.is_empty():
+            member.assigned = keep
+            member.pending_revocation = revoke
+            member.state = MemberState.UNREVOKED_TASKS
+            self._schedule(group, member, "revocation")
+            group.endpoint_epoch += 1
+            return
+        for mine, extra in zip(keep.kinds(), grant.kinds(), strict=False):
+            for sub, ps in extra.items():
+                mine.setdefault(sub, set()).update(ps)
+        if keep != member.assigned:
+            group.endpoint_epoch += 1
+        member.assigned = keep
+        if member.member_epoch != target_epoch:
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = target_epoch
+        member.state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
+
+    def _remove(self, group: StreamsGroup, member: StreamsMember, why: str) -> None:
+        _log.info("streams group %s: member %s %s", group.group_id, member.member_id, why)
+        self._cancel(member, "session")
+        self._cancel(member, "revocation")
+        group.members.pop(member.member_id, None)
+        group.target.pop(member.member_id, None)
+        group.group_epoch += 1
+        group.endpoint_epoch += 1
+        if not group.members:
+            group.shutdown_requested = False
+        self._maybe_assign(group)
+
+    # -- timers -----------------------------------------------------------------------
+
+    def _schedule(self, group: StreamsGroup, member: StreamsMember, what: str) -> None:
+        if what == "session":
+            delay = self._cfg("group.streams.session.timeout.ms")
+        else:
+            delay = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 300_000
+        member_id = member.member_id
+        op = MemberDeadline(delay, lambda op: self._expired(group, member_id, op, what))
+        self._cancel(member, what)
+        setattr(member, what, op)
+        self._timeouts.try_complete_else_watch(op, [(group.group_id, member.member_id)])
+
+    def _cancel(self, member: StreamsMember, what: str) -> None:
+        op = getattr(member, what)
+        if op is not None:
+            setattr(member, what, None)
+            op.force_complete()
+
+    def _expired(self, group: StreamsGroup, member_id: str, op: MemberDeadline, what: str) -> None:
+        member = group.members.get(member_id)
+        if member is None or self.groups.get(group.group_id) is not group:
+            return
+        if getattr(member, what) is op:
+            setattr(member, what, None)
+            self._remove(group, member, f"timed out ({what})")
+
+    # -- offsets ----------------------------------------------------------------------
+
+    def validate_offset_commit(
+        self, group: StreamsGroup, member_id: str, member_epoch: int, api_version: int
+    ) -> None:
+        """Raise what Kafka answers to a commit into a streams group."""
+        if member_epoch < 0 and not group.members:
+            return  # an admin, on an empty group
+        member = _member(group, member_id)
+        if api_version < 9:
+            raise UnsupportedVersionError(
+                "OffsetCommit version 9 or above must be used by members using the streams "
+                "group protocol"
+            )
+        _check_commit_epoch(member, member_epoch, StaleMemberEpochError)
+
+    def validate_txn_offset_commit(
+        self, group: StreamsGroup, member_id: str, member_epoch: int
+    ) -> None:
+        if member_epoch < 0 and (not group.members or not member_id):
+            return
+        _check_commit_epoch(_member(group, member_id), member_epoch, IllegalGenerationError)
+
+    def validate_offset_fetch(self, group: StreamsGroup, member_id: str, member_epoch: int) -> None:
+        if member_epoch == -1:
+            return
+        _check_commit_epoch(_member(group, member_id), member_epoch, StaleMemberEpochError)
+
+    def subscribed_topics(self, group: StreamsGroup) -> set[str]:
+        configured = group.configured
+        return set(configured.source_partitions) if configured is not None else set()
+
+    # -- describe, list, lifecycle ----------------------------------------------------
+
+    def describe(self, group_id: str) -> StreamsGroup:
+        self.log.check_owner(group_id)
+        group = self.groups.get(group_id)
+        if group is None or group.dead:
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
+        return group
+
+    def owned_groups(self) -> list[StreamsGroup]:
+        owns = self.log.owns
+        return [g for g in self.groups.values() if not g.dead and owns(g.group_id)]
+
+    def drop(self, group_id: str) -> StreamsGroup | None:
+        group = self.groups.pop(group_id, None)
+        if group is not None:
+            for m in group.members.values():
+                self._cancel(m, "session")
+                self._cancel(m, "revocation")
+            group.dead = True
+        return group
+
+    def unload(self, index: int) -> None:
+        for group_id in [g for g in self.groups if self.log.partition_of(g) == index]:
+            self.drop(group_id)
+
+    def shutdown(self) -> None:
+        for group in self.groups.values():
+            for m in group.members.values():
+                self._cancel(m, "session")
+                self._cancel(m, "revocation")
+        self._timeouts.shutdown()
+        self._timeouts.timer.close()
+
+
+def _validate(
+    group_id: str,
+    member_id: str,
+    member_epoch: int,
+    instance_id: str | None,
+    rack_id: str | None,
+    rebalance_timeout_ms: int,
+    topology: Topology | None,
+    owned: Tasks | None,
+) -> None:
+    if not group_id:
+        raise InvalidRequestError("GroupId can't be empty.")
+    if instance_id == "":
+        raise InvalidRequestError("InstanceId can't be empty.")
+    if rack_id == "":
+        raise InvalidRequestError("RackId can't be empty.")
+    if not member_id:
+        raise InvalidRequestError("MemberId can't be empty.")
+    if topology is not None:  # Kafka 4.4 checks the topology before the epoch
+        _validate_topology(topology)
+    if member_epoch < STATIC_LEAVE_EPOCH:
+        raise InvalidRequestError(
+            f"MemberEpoch is {member_epoch}, but must be greater than or equal to -2."
+        )
+    if member_epoch == STATIC_LEAVE_EPOCH and instance_id is None:
+        raise InvalidRequestError("InstanceId can't be null.")
+    if member_epoch == 0:
+        if rebalance_timeout_ms == -1:
+            raise InvalidRequestError("RebalanceTimeoutMs must be provided in first request.")
+        if topology is None:
+            raise InvalidRequestError("Topology must be non-null when (re-)joining.")
+        if owned is None or owned.active:
+            raise InvalidRequestError("ActiveTasks must be empty when (re-)joining.")
+        if owned.standby:
+            raise InvalidRequestError("StandbyTasks must be empty when (re-)joining.")
+        if owned.warmup:
+            raise InvalidRequestError("WarmupTasks must be empty when (re-)joining.")
+    elif topology is not None and member_epoch > 0:
+        raise InvalidRequestError("Topology can only be provided when (re-)joining.")
+
+
+def _validate_topology(topology: Topology) -> None:
+    if topology.epoch < 0:
+        raise StreamsInvalidTopologyError("Topology epoch must be non-negative.")
+    for s in topology.subtopologies:
+        for c in s.state_changelog_topics:
+            if c.partitions != 0:
+                raise StreamsInvalidTopologyError(
+                    f"Changelog topic {c.name} must have an undefined partition count, "
+                    f"but it is set to {c.partitions}."
+                )
+        if any(t is None for g in s.copartition_groups for t in g):
+            raise StreamsInvalidTopologyError(
+                f"A copartition group of subtopology {s.subtopology_id} names a topic index "
+                "the subtopology does not have."
+            )
+    ids = [s.subtopology_id for s in topology.subtopologies]
+    if len(set(ids)) != len(ids):
+        raise StreamsInvalidTopologyError("Subtopology ids must be unique.")
+    written = {t for s in topology.subtopologies for t in s.repartition_sink_topics}
+    for s in topology.subtopologies:
+        for r in s.repartition_source_topics:
+            if r.partitions <= 0 and r.name not in written:
+                raise StreamsInvalidTopologyError(
+                    f"Repartition source topic {r.name} is never written by a subtopology "
+                    "and has no partition count."
+                )
+
+
+def _member(group: StreamsGroup, member_id: str) -> StreamsMember:
+    member = group.members.get(member_id)
+    if member is None:
+        raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
+    return member
+
+
+def _check_epoch(member: StreamsMember, epoch: int, owned: Tasks | None) -> None:
+    if epoch == 0:
+        return
+    if epoch > member.member_epoch:
+        raise FencedMemberEpochError(
+            f"The streams group member has a greater member epoch ({epoch}) than the one "
+            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+            "all its tasks and rejoin."
+        )
+    if epoch < member.member_epoch:
+        if epoch != member.previous_member_epoch or (
+            owned is not None and not _subset(owned.active, member.assigned.active)
+        ):
+            raise FencedMemberEpochError(
+                f"The streams group member has a smaller member epoch ({epoch}) than the one "
+                f"known by the group coordinator ({member.member_epoch}). The member must "
+                "abandon all its tasks and rejoin."
+            )
+
+
+def _check_commit_epoch(member: StreamsMember, epoch: int, stale: type[KafkaError]) -> None:
+    # A commit sent before the answer that moved the member's epoch arrived still counts.
+    if epoch not in (member.member_epoch, member.previous_member_epoch):
+        raise stale(
+            f"The received member epoch {epoch} does not match the expected member epoch "
+            f"{member.member_epoch}."
+        )
+
+
+def _subset(a: TaskSet, b: TaskSet) -> bool:
+    return all(ps <= b.get(s, set()) for s, ps in a.items())
+
+
+def _overlaps(owned: Tasks, pending: Tasks) -> bool:
+    return any(
+        ps & theirs.get(s, set())
+        for mine, theirs in zip(owned.kinds(), pending.kinds(), strict=False)
+        for s, ps in mine.items()
+    )

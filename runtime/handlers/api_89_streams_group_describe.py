@@ -1,0 +1,132 @@
+"""StreamsGroupDescribe (key 89, KIP-1071): state, epochs, topology and members of streams
+groups, each member with its process, endpoint, current and target tasks.
+
+Groups come in request order; an unknown group, or one of another protocol, answers
+GROUP_ID_NOT_FOUND. Members come sorted by member id. v1 adds the assignor's name; the
+topology description of KIP-1331 is not kept, so it stays null (status 0).
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.streams_group_describe import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+)
+from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.group.sticky_task_assignor import Tasks, TaskSet
+from kafkagen.runtime.broker.group.streams_group import InternalTopic, Topology
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.errors import (
+    GroupAuthorizationFailedError,
+    GroupIdNotFoundError,
+    InvalidGroupIdError,
+    KafkaError,
+)
+from kafkagen.runtime.handlers._util import NOT_REQUESTED
+
+API_KEY = 89
+R = StreamsGroupDescribeResponse
+Described = StreamsGroupDescribeResponse.DescribedGroup
+#: The only task assignor served.
+ASSIGNOR = "sticky"
+
+
+def handle(ctx: RequestContext, request: StreamsGroupDescribeRequest) -> None:
+    ctx.respond(
+        R(
+            groups=[
+                _describe(ctx, g, request.include_authorized_operations) for g in request.group_ids
+            ]
+        )
+    )
+
+
+def _describe(ctx: RequestContext, group_id: str, want_ops: bool) -> Described:
+    ops = ctx.authorized_operations(ResourceType.GROUP, group_id) if want_ops else NOT_REQUESTED
+    d = Described(error_code=0, group_id=group_id, authorized_operations=ops)
+    if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        d.error_code = GroupAuthorizationFailedError.code
+        return d
+    if not group_id:
+        d.error_code = InvalidGroupIdError.code
+        return d
+    gc = ctx.broker.group_coordinator
+    try:
+        if group_id in gc.consumer.groups or group_id in gc.groups:
+            gc.log.check_owner(group_id)
+            raise GroupIdNotFoundError(f"Group {group_id} is not a streams group.")
+        group = gc.streams.describe(group_id)
+    except KafkaError as e:
+        d.error_code = e.code
+        d.error_message = e.message
+        return d
+    d.group_state = group.state.value
+    d.group_epoch = group.group_epoch
+    d.assignment_epoch = group.assignment_epoch
+    d.topology = None if group.topology is None else _topology(group.topology)
+    if ctx.api_version >= 1:
+        d.assignor_name = ASSIGNOR
+    d.members = [
+        R.Member(
+            member_id=m.member_id,
+            member_epoch=m.member_epoch,
+            instance_id=m.instance_id,
+            rack_id=m.rack_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            topology_epoch=m.topology_epoch,
+            process_id=m.process_id,
+            user_endpoint=(
+                None
+                if m.user_endpoint is None
+                else R.Endpoint(host=m.user_endpoint[0], port=m.user_endpoint[1])
+            ),
+            client_tags=[R.KeyValue(key=k, value=v) for k, v in sorted(m.client_tags.items())],
+            task_offsets=[],
+            task_end_offsets=[],
+            assignment=_assignment(m.assigned),
+            target_assignment=_assignment(group.target.get(m.member_id, Tasks())),
+            is_classic=False,
+        )
+        for m in sorted(group.members.values(), key=lambda m: m.member_id)
+    ]
+    return d
+
+
+def _topology(t: Topology) -> R.Topology:
+    return R.Topology(
+        epoch=t.epoch,
+        subtopologies=[
+            R.Subtopology(
+                subtopology_id=s.subtopology_id,
+                source_topics=list(s.source_topics),
+                repartition_sink_topics=list(s.repartition_sink_topics),
+                state_changelog_topics=[_topic_info(c) for c in s.state_changelog_topics],
+                repartition_source_topics=[_topic_info(r) for r in s.repartition_source_topics],
+            )
+            for s in t.subtopologies
+        ],
+    )
+
+
+def _topic_info(t: InternalTopic) -> R.TopicInfo:
+    return R.TopicInfo(
+        name=t.name,
+        partitions=t.partitions,
+        replication_factor=t.replication_factor,
+        topic_configs=[R.KeyValue(key=k, value=v) for k, v in t.configs],
+    )
+
+
+def _assignment(tasks: Tasks) -> R.Assignment:
+    return R.Assignment(
+        active_tasks=_task_ids(tasks.active),
+        standby_tasks=_task_ids(tasks.standby),
+        warmup_tasks=_task_ids(tasks.warmup),
+    )
+
+
+def _task_ids(tasks: TaskSet) -> list[R.TaskIds]:
+    return [
+        R.TaskIds(subtopology_id=s, partitions=sorted(ps)) for s, ps in sorted(tasks.items()) if ps
+    ]

@@ -1,0 +1,402 @@
+"""Streams groups (KIP-1071): the sticky task assignor and the topology's configuration as
+functions, then StreamsGroupHeartbeat and StreamsGroupDescribe over real sockets with the
+generated codecs (join with a topology, internal topics created, statuses, revocation
+before reassignment, fencing, leave, session expiry, ListGroups, offsets with member
+epochs, DeleteGroups)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from broker_helpers import WireClient
+from kafkagen.generated.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest as ConsumerHbReq,
+)
+from kafkagen.generated.delete_groups import DeleteGroupsRequest
+from kafkagen.generated.list_groups import ListGroupsRequest
+from kafkagen.generated.offset_commit import OffsetCommitRequest
+from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest as DescReq
+from kafkagen.generated.streams_group_heartbeat import StreamsGroupHeartbeatRequest as HbReq
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.group.sticky_task_assignor import AssignorMember, Tasks, assign
+from kafkagen.runtime.broker.group.streams_group import (
+    InternalTopic,
+    Status,
+    Subtopology,
+    Topology,
+    configure,
+)
+from kafkagen.runtime.errors import ErrorCode
+
+pytestmark = pytest.mark.timeout(120)
+HB, DESCRIBE, LIST, COMMIT, DELETE = 88, 89, 16, 8, 42
+SESSION_MS = 1500
+
+# -- the assignor ---------------------------------------------------------------------
+
+
+def _members(n: int, processes: int | None = None) -> dict[str, AssignorMember]:
+    return {f"m{i}": AssignorMember(f"p{i % (processes or n)}", Tasks()) for i in range(n)}
+
+
+def _active(out: dict[str, Tasks]) -> dict[str, set[tuple[str, int]]]:
+    return {m: {(s, p) for s, ps in t.active.items() for p in ps} for m, t in out.items()}
+
+
+@pytest.mark.parametrize("members,tasks", [(2, 8), (3, 8), (4, 3), (5, 17)])
+def test_assignor_gives_every_task_once_and_balances(members: int, tasks: int) -> None:
+    out = assign(_members(members), {"0": tasks, "1": 2}, 0)
+    active = _active(out)
+    every = [t for ts in active.values() for t in ts]
+    assert sorted(every) == sorted({("0", p) for p in range(tasks)} | {("1", 0), ("1", 1)})
+    sizes = [len(ts) for ts in active.values()]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_assignor_is_sticky_when_a_member_joins() -> None:
+    first = assign(_members(2), {"0": 6}, 0)
+    members = {m: AssignorMember(a.process_id, first[m]) for m, a in _members(2).items()} | {
+        "m2": AssignorMember("p2", Tasks())
+    }
+    second = _active(assign(members, {"0": 6}, 0))
+    before = _active(first)
+    assert [len(second[m]) for m in ("m0", "m1", "m2")] == [2, 2, 2]
+    # Only what the newcomer needs moves: the old members keep a subset of what they had.
+    assert second["m0"] <= before["m0"] and second["m1"] <= before["m1"]
+
+
+def test_standbys_never_share_a_process_with_their_active() -> None:
+    members = _members(4, processes=2)  # m0, m2 in p0; m1, m3 in p1
+    out = assign(members, {"0": 4, "1": 4}, 1)
+    for m, tasks in out.items():
+        for sub, ps in tasks.standby.items():
+            for p in ps:
+                owner = next(o for o, t in out.items() if p in t.active.get(sub, ()))
+                assert members[owner].process_id != members[m].process_id
+    assert sum(len(ps) for t in out.values() for ps in t.standby.values()) == 8
+
+
+def test_standbys_are_left_out_when_one_process_is_all_there_is() -> None:
+    out = assign(_members(3, processes=1), {"0": 3}, 2)
+    assert all(not t.standby for t in out.values())
+
+
+# -- the topology's configuration -----------------------------------------------------
+
+
+def _word_count(repartition_partitions: int = 0) -> Topology:
+    return Topology(
+        0,
+        (
+            Subtopology("0", ("words",), ("app-rep",), (), (), ()),
+            Subtopology(
+                "1",
+                (),
+                (),
+                (InternalTopic("app-changelog", 0, 1),),
+                (InternalTopic("app-rep", repartition_partitions, 1),),
+                (),
+            ),
+        ),
+    )
+
+
+def test_configure_counts_tasks_and_lists_internal_topics() -> None:
+    c = configure(_word_count(), {"words": 4})
+    assert c.status is not None and c.status[0] is Status.MISSING_INTERNAL_TOPICS
+    assert {n: p for n, (p, _) in c.to_create.items()} == {"app-changelog": 4, "app-rep": 4}
+    ready = configure(_word_count(), {"words": 4, "app-rep": 4, "app-changelog": 4})
+    assert ready.task_counts == {"0": 4, "1": 4} and ready.status is None
+
+
+def test_configure_reports_missing_and_misfit_topics() -> None:
+    missing = configure(_word_count(), {})
+    assert missing.status is not None and missing.status[0] is Status.MISSING_SOURCE_TOPICS
+    assert "words" in missing.status[1]
+    wrong = configure(_word_count(), {"words": 4, "app-rep": 2, "app-changelog": 4})
+    assert wrong.status is not None
+    assert wrong.status[0] is Status.INCORRECTLY_PARTITIONED_TOPICS
+    joined = Topology(0, (Subtopology("0", ("a", "b"), (), (), (), (("a", "b"),)),))
+    misfit = configure(joined, {"a": 2, "b": 3})
+    assert misfit.status is not None
+    assert misfit.status[0] is Status.INCORRECTLY_PARTITIONED_TOPICS
+
+
+# -- over the wire --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[BackgroundCluster]:
+    with BackgroundCluster(
+        1,
+        configs={
+            "offsets.topic.num.partitions": "1",
+            "group.streams.session.timeout.ms": str(SESSION_MS),
+            "group.streams.heartbeat.interval.ms": "200",
+            "group.streams.initial.rebalance.delay.ms": "0",
+            "group.streams.num.standby.replicas": "1",
+        },
+    ) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        gc = c.cluster.brokers[0].group_coordinator
+
+        def setup() -> None:
+            md.create_topic("words", 4, 1)
+            gc.ensure_offsets_topic()
+
+        c.call(setup)
+        yield c
+
+
+@pytest.fixture()
+def w(cluster: BackgroundCluster) -> Iterator[WireClient]:
+    with WireClient(cluster.bootstrap) as client:
+        yield client
+
+
+def _topology(app: str, source: str = "words") -> HbReq.Topology:
+    info = HbReq.TopicInfo
+    return HbReq.Topology(
+        epoch=0,
+        subtopologies=[
+            HbReq.Subtopology(
+                subtopology_id="0",
+                source_topics=[source],
+                repartition_sink_topics=[f"{app}-rep"],
+            ),
+            HbReq.Subtopology(
+                subtopology_id="1",
+                state_changelog_topics=[info(name=f"{app}-changelog", replication_factor=1)],
+                repartition_source_topics=[info(name=f"{app}-rep", replication_factor=1)],
+            ),
+        ],
+    )
+
+
+def _tasks(ids: Any) -> set[tuple[str, int]]:
+    return {(t.subtopology_id, p) for t in ids or () for p in t.partitions}
+
+
+def _wire(tasks: set[tuple[str, int]]) -> list[HbReq.TaskIds]:
+    by_sub: dict[str, list[int]] = {}
+    for s, p in sorted(tasks):
+        by_sub.setdefault(s, []).append(p)
+    return [HbReq.TaskIds(subtopology_id=s, partitions=ps) for s, ps in by_sub.items()]
+
+
+class Member:
+    """A streams member that heartbeats as Kafka Streams does: it drops revoked tasks at
+    once and reports what it owns after every change."""
+
+    def __init__(self, w: WireClient, group: str, topology: HbReq.Topology) -> None:
+        self.w, self.group, self.topology = w, group, topology
+        self.member_id = str(uuid.uuid4())
+        self.process_id = str(uuid.uuid4())
+        self.epoch = 0
+        self.active: set[tuple[str, int]] = set()
+        self.standby: set[tuple[str, int]] = set()
+        self.report = True
+
+    def heartbeat(self, **override: Any) -> Any:
+        joining = self.epoch == 0
+        req = HbReq(
+            group_id=self.group,
+            member_id=self.member_id,
+            member_epoch=self.epoch,
+            rebalance_timeout_ms=30_000 if joining else -1,
+            topology=self.topology if joining else None,
+            process_id=self.process_id if joining else None,
+            active_tasks=_wire(self.active) if self.report else None,
+            standby_tasks=_wire(self.standby) if self.report else None,
+            warmup_tasks=[] if self.report else None,
+        )
+        for k, v in override.items():
+            setattr(req, k, v)
+        r = self.w.call(HB, 0, req)
+        if r.error_code:
+            return r
+        self.report = False
+        if r.active_tasks is not None:
+            self.active, self.standby = _tasks(r.active_tasks), _tasks(r.standby_tasks)
+            self.report = True
+        self.epoch = r.member_epoch
+        return r
+
+
+def _converge(members: list[Member], rounds: int = 20) -> None:
+    for _ in range(rounds):
+        for m in members:
+            assert m.heartbeat().error_code == 0
+    assert len({m.epoch for m in members}) == 1
+
+
+def test_join_creates_internal_topics_then_assigns(
+    cluster: BackgroundCluster, w: WireClient
+) -> None:
+    m = Member(w, "app-join", _topology("app-join"))
+    first = m.heartbeat()
+    assert first.error_code == 0 and first.member_epoch > 0
+    assert [s.status_code for s in first.status] == [Status.MISSING_INTERNAL_TOPICS]
+    assert _tasks(first.active_tasks) == set()
+    assert cluster.cluster is not None
+    md = cluster.cluster.metadata
+    created = cluster.call(lambda: {n: len(md.topics[n].partitions) for n in md.topics})
+    assert created["app-join-rep"] == 4 and created["app-join-changelog"] == 4
+    second = m.heartbeat()
+    assert second.status == [] and second.member_epoch > first.member_epoch
+    assert m.active == {(s, p) for s in "01" for p in range(4)}
+
+
+def test_missing_source_topic_is_a_status(w: WireClient) -> None:
+    m = Member(w, "app-missing", _topology("app-missing", source="absent"))
+    r = m.heartbeat()
+    assert r.error_code == 0
+    assert [s.status_code for s in r.status] == [Status.MISSING_SOURCE_TOPICS]
+    assert "absent" in r.status[0].status_detail
+    assert _tasks(r.active_tasks) == set()
+
+
+def test_a_task_moves_only_after_its_owner_revoked_it(w: WireClient) -> None:
+    a = Member(w, "app-move", _topology("app-move"))
+    _converge([a])
+    assert len(a.active) == 8
+    b = Member(w, "app-move", _topology("app-move"))
+    r = b.heartbeat()
+    assert r.error_code == 0 and b.active == set()  # a still holds everything
+    a.heartbeat()  # a is told to give half up
+    assert len(a.active) == 4
+    held = set(a.active)
+    b.heartbeat()
+    assert b.active == set()  # a has not said yet that it let them go
+    a.heartbeat()  # it reports the revocation
+    b.heartbeat()
+    assert b.active.isdisjoint(held) and len(b.active) == 4
+    _converge([a, b])
+    assert a.active.isdisjoint(b.active) and len(a.active | b.active) == 8
+    # One standby per task, never on the member (another process) that runs it.
+    assert a.standby == b.active and b.standby == a.active
+
+
+def test_errors_unknown_member_fenced_epoch_and_bad_requests(w: WireClient) -> None:
+    m = Member(w, "app-errors", _topology("app-errors"))
+    _converge([m])
+    ghost = m.heartbeat(member_id="nobody", member_epoch=1)
+    assert ghost.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    fenced = m.heartbeat(member_epoch=m.epoch + 5)
+    assert fenced.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    no_topology = Member(w, "app-errors", _topology("app-errors")).heartbeat(topology=None)
+    assert no_topology.error_code == ErrorCode.INVALID_REQUEST
+    newer = m.heartbeat(
+        member_epoch=0,
+        topology=HbReq.Topology(epoch=1, subtopologies=[]),
+        rebalance_timeout_ms=1000,
+        active_tasks=[],
+        standby_tasks=[],
+        warmup_tasks=[],
+    )
+    assert newer.error_code == ErrorCode.INVALID_REQUEST  # as Kafka 4.4: no topology updates
+    changelog = _topology("app-errors")
+    changelog.subtopologies[1].state_changelog_topics[0].partitions = 3
+    bad = Member(w, "app-bad", changelog).heartbeat()
+    assert bad.error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
+    pointing = _topology("app-bad")
+    pointing.subtopologies[0].copartition_groups = [HbReq.CopartitionGroup(source_topics=[7])]
+    nowhere = Member(w, "app-bad", pointing).heartbeat()
+    assert nowhere.error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
+
+
+def test_leave_and_session_expiry_free_the_tasks(w: WireClient) -> None:
+    a = Member(w, "app-leave", _topology("app-leave"))
+    b = Member(w, "app-leave", _topology("app-leave"))
+    _converge([a, b])
+    r = a.heartbeat(member_epoch=-1)
+    assert r.error_code == 0 and r.member_epoch == -1
+    _converge([b])
+    assert len(b.active) == 8
+    c = Member(w, "app-leave", _topology("app-leave"))
+    _converge([b, c])
+    deadline = time.monotonic() + SESSION_MS / 1000 * 4
+    while time.monotonic() < deadline and len(b.active) < 8:
+        time.sleep(0.2)
+        assert b.heartbeat().error_code == 0  # c is silent: its session ends
+    assert len(b.active) == 8
+
+
+def test_describe_list_and_commit(w: WireClient) -> None:
+    m = Member(w, "app-describe", _topology("app-describe"))
+    _converge([m])
+    d = w.call(DESCRIBE, 1, DescReq(group_ids=["app-describe", "no-such-group"]))
+    group, unknown = d.groups
+    assert group.error_code == 0 and group.group_state == "Stable"
+    assert group.assignor_name == "sticky" and group.topology.epoch == 0
+    assert [s.subtopology_id for s in group.topology.subtopologies] == ["0", "1"]
+    (member,) = group.members
+    assert member.member_id == m.member_id and member.process_id == m.process_id
+    assert _tasks(member.assignment.active_tasks) == m.active
+    assert unknown.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    listed = w.call(LIST, 5, ListGroupsRequest(types_filter=["streams"]))
+    assert ("app-describe", "streams", "Stable") in {
+        (g.group_id, g.group_type, g.group_state) for g in listed.groups
+    }
+    part = OffsetCommitRequest.OffsetCommitRequestPartition
+    topic = OffsetCommitRequest.OffsetCommitRequestTopic(
+        name="words", partitions=[part(partition_index=0, committed_offset=5)]
+    )
+    good = w.call(
+        COMMIT,
+        9,
+        OffsetCommitRequest(
+            group_id="app-describe",
+            generation_id_or_member_epoch=m.epoch,
+            member_id=m.member_id,
+            topics=[topic],
+        ),
+    )
+    assert good.topics[0].partitions[0].error_code == 0
+    stale = w.call(
+        COMMIT,
+        9,
+        OffsetCommitRequest(
+            group_id="app-describe",
+            generation_id_or_member_epoch=m.epoch + 3,
+            member_id=m.member_id,
+            topics=[topic],
+        ),
+    )
+    assert stale.topics[0].partitions[0].error_code == ErrorCode.STALE_MEMBER_EPOCH
+
+
+def test_delete_groups_refuses_a_live_streams_group_and_deletes_an_empty_one(
+    w: WireClient,
+) -> None:
+    m = Member(w, "app-delete", _topology("app-delete"))
+    _converge([m])
+    busy = w.call(DELETE, 2, DeleteGroupsRequest(groups_names=["app-delete"]))
+    assert busy.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+    assert m.heartbeat(member_epoch=-1).error_code == 0
+    done = w.call(DELETE, 2, DeleteGroupsRequest(groups_names=["app-delete"]))
+    assert done.results[0].error_code == 0
+    gone = w.call(DESCRIBE, 1, DescReq(group_ids=["app-delete"]))
+    assert gone.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_a_streams_group_id_is_not_a_consumer_group(w: WireClient) -> None:
+    Member(w, "app-namespace", _topology("app-namespace")).heartbeat()
+    r = w.call(
+        68,
+        0,
+        ConsumerHbReq(
+            group_id="app-namespace",
+            member_id="",
+            member_epoch=0,
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=["words"],
+            topic_partitions=[],
+        ),
+    )
+    assert r.error_code == ErrorCode.GROUP_ID_NOT_FOUND

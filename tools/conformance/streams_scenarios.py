@@ -1,0 +1,236 @@
+"""Streams groups (KIP-1071): StreamsGroupHeartbeat and StreamsGroupDescribe, their
+ordinary paths and their errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from kafkagen.generated.list_groups import ListGroupsRequest
+from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest
+from kafkagen.generated.streams_group_heartbeat import StreamsGroupHeartbeatRequest
+
+from .core import Session, scenario
+
+H = StreamsGroupHeartbeatRequest
+#: A Streams client names itself and its process.
+MEMBER = "streams-member-0000000001"
+OTHER = "streams-member-0000000002"
+PROCESS = "7f0c3a52-5a43-4c5e-9d2b-000000000001"
+
+
+def _topology(s: Session, source: str, epoch: int = 0, changelog_partitions: int = 0) -> Any:
+    """Word count's shape: subtopology 0 reads ``source`` and writes a repartition topic,
+    subtopology 1 reads it and keeps a store with a changelog."""
+    rep, changelog = s.name("rep"), s.name("changelog")
+    return H.Topology(
+        epoch=epoch,
+        subtopologies=[
+            H.Subtopology(
+                subtopology_id="0", source_topics=[source], repartition_sink_topics=[rep]
+            ),
+            H.Subtopology(
+                subtopology_id="1",
+                state_changelog_topics=[
+                    H.TopicInfo(
+                        name=changelog,
+                        partitions=changelog_partitions,
+                        replication_factor=1,
+                        topic_configs=[H.KeyValue(key="cleanup.policy", value="compact")],
+                    )
+                ],
+                repartition_source_topics=[H.TopicInfo(name=rep, replication_factor=1)],
+            ),
+        ],
+    )
+
+
+def _join(group: str, topology: Any, member: str = MEMBER, **override: Any) -> Any:
+    req = H(
+        group_id=group,
+        member_id=member,
+        member_epoch=0,
+        endpoint_information_epoch=0,
+        rebalance_timeout_ms=30000,
+        topology=topology,
+        active_tasks=[],
+        standby_tasks=[],
+        warmup_tasks=[],
+        process_id=PROCESS,
+        user_endpoint=H.Endpoint(host="127.0.0.1", port=9999),
+        client_tags=[],
+    )
+    for k, v in override.items():
+        setattr(req, k, v)
+    return req
+
+
+def _beat(group: str, epoch: int, member: str = MEMBER, **override: Any) -> Any:
+    req = H(group_id=group, member_id=member, member_epoch=epoch, endpoint_information_epoch=0)
+    for k, v in override.items():
+        setattr(req, k, v)
+    return req
+
+
+async def _joined(s: Session, group: str, source: str | None = None) -> Any:
+    """A member in ``group`` on a new source topic (not recorded); its join's answer."""
+    source = source or await s.create_topic(partitions=2)
+    return await s.setup(_join(group, _topology(s, source)), node=await s.coordinator(group))
+
+
+# ---------------------------------------------------------------- StreamsGroupHeartbeat
+
+
+@scenario("StreamsGroupHeartbeat", "join", "a first member whose internal topics do not exist")
+async def st_join(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    await s.call(_join(g, _topology(s, t)), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "missing-source", "a topology whose source topic is absent")
+async def st_missing_source(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_join(g, _topology(s, s.name("absent"))), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "leave", "a member leaves (epoch -1)")
+async def st_leave(s: Session) -> None:
+    g = s.name("g")
+    await _joined(s, g)
+    await s.call(_beat(g, -1), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "unknown-member", "epoch 1 of a member the group never saw")
+async def st_unknown_member(s: Session) -> None:
+    g = s.name("g")
+    await _joined(s, g)
+    await s.call(_beat(g, 1, member=OTHER), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "unknown-group", "epoch 5 in a group that does not exist")
+async def st_unknown_group(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_beat(g, 5), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "fenced-epoch", "a heartbeat at an epoch the member never had")
+async def st_fenced(s: Session) -> None:
+    g = s.name("g")
+    r = await _joined(s, g)
+    await s.call(_beat(g, r.member_epoch + 10), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "empty-group-id", "a join with an empty group id")
+async def st_empty_group(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_join("", _topology(s, t)), node=None)  # FindCoordinator refuses ""
+
+
+@scenario("StreamsGroupHeartbeat", "join-without-topology", "a join (epoch 0) with no topology")
+async def st_no_topology(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_join(g, None), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "join-without-timeout", "a join without RebalanceTimeoutMs")
+async def st_no_timeout(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.call(_join(g, _topology(s, t), rebalance_timeout_ms=-1), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "join-with-tasks", "a join that says it owns an active task")
+async def st_join_with_tasks(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    owned = [H.TaskIds(subtopology_id="0", partitions=[0])]
+    await s.call(_join(g, _topology(s, t), active_tasks=owned), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "some-task-types", "active tasks given, standby tasks null")
+async def st_some_task_types(s: Session) -> None:
+    g = s.name("g")
+    r = await _joined(s, g)
+    req = _beat(g, r.member_epoch, active_tasks=[], standby_tasks=None, warmup_tasks=[])
+    await s.call(req, node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "topology-later", "a topology on a heartbeat after the join")
+async def st_topology_later(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    r = await _joined(s, g, t)
+    req = _beat(g, r.member_epoch, topology=_topology(s, t))
+    await s.call(req, node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "changelog-partitions", "a changelog with a partition count")
+async def st_changelog_partitions(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    req = _join(g, _topology(s, t, changelog_partitions=3))
+    await s.call(req, node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "newer-topology", "a second member with a newer topology epoch")
+async def st_newer_topology(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    await _joined(s, g, t)
+    req = _join(g, _topology(s, t, epoch=1), member=OTHER)
+    await s.call(req, node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupHeartbeat", "consumer-group-id", "joining a consumer-protocol group's id")
+async def st_consumer_group(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    node = await s.coordinator(g)
+    await s.setup(
+        ConsumerGroupHeartbeatRequest(
+            group_id=g,
+            member_id="consumer-member-000000001",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=[t],
+            topic_partitions=[],
+        ),
+        node=node,
+    )
+    await s.call(_join(g, _topology(s, t)), node=node)
+
+
+# ---------------------------------------------------------------- StreamsGroupDescribe
+
+
+@scenario("StreamsGroupDescribe", "one-member", "a group of one member, its topology and tasks")
+async def st_describe(s: Session) -> None:
+    g = s.name("g")
+    await _joined(s, g)
+    await s.call(StreamsGroupDescribeRequest(group_ids=[g]), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupDescribe", "unknown-group", "a group id no group has")
+async def st_describe_unknown(s: Session) -> None:
+    g = s.name("g")
+    await s.call(StreamsGroupDescribeRequest(group_ids=[g]), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupDescribe", "empty-group-id", "an empty group id")
+async def st_describe_empty(s: Session) -> None:
+    await s.call(StreamsGroupDescribeRequest(group_ids=[""]), node=None)
+
+
+@scenario("ListGroups", "streams-group", "a streams group, listed by type")
+async def st_list(s: Session) -> None:
+    g = s.name("g")
+    await _joined(s, g)
+
+    def mine(data: Any) -> Any:
+        data["groups"] = [x for x in data["groups"] if x["groupId"] == g]
+        return data
+
+    await s.call(
+        ListGroupsRequest(types_filter=["streams"]), node=await s.coordinator(g), keep=mine
+    )
