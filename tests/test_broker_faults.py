@@ -196,14 +196,22 @@ def test_transaction_markers_wait_for_a_cut_to_heal() -> None:
 def test_a_broker_cut_off_from_clients_answers_nothing_until_healed(
     bg: BackgroundCluster,
 ) -> None:
+    """Requests sent across the cut are answered, in order, once it heals (TCP delivers
+    them late; a client that waits for them must not wait out its request timeout)."""
     faults = bg.cluster.faults
     bg.call(lambda: faults.cut([1], clients=False))
     b1 = bg.cluster.brokers[1].info
     with WireClient(f"{b1.host}:{b1.port}", timeout=1.0) as w:
-        w.send(API_VERSIONS, 3, HELLO)
+        sent = [w.send(API_VERSIONS, 3, HELLO) for _ in range(3)]
         with pytest.raises(TimeoutError):
             w.read_frame()
-    bg.call(faults.heal)
+        with WireClient(f"{b1.host}:{b1.port}", timeout=1.0) as gone:
+            gone.send(API_VERSIONS, 3, HELLO)  # its client closes before the heal
+        bg.call(faults.heal)
+        answered = [w.receive(API_VERSIONS, 3) for _ in sent]
+        assert [cid for cid, _ in answered] == sent
+        assert all(body.error_code == 0 for _, body in answered)
+        assert bg.call(lambda: faults._undelivered) == []
     with WireClient(f"{b1.host}:{b1.port}") as w:
         assert w.call(API_VERSIONS, 3, HELLO).error_code == 0
 

@@ -42,8 +42,11 @@ class Faults:
         #: Broker id -> the side of the network it is on.
         self.sides: dict[int, int] = {}
         self._next_side = itertools.count(1)
-        #: Brokers no client request reaches (it is never answered).
+        #: Brokers no client request reaches until the heal.
         self.unreachable: set[int] = set()
+        #: Requests sent to an unreachable broker, run at the heal in the order they came:
+        #: on a live connection TCP delivers them late, it does not lose them.
+        self._undelivered: list[Callable[[], None]] = []
         self.disk_delay_ms: dict[int, int] = {}
         self.network_delay_ms: dict[int, int] = {}
         self.clock_skew_ms: dict[int, int] = {}
@@ -79,13 +82,17 @@ class Faults:
         return ms / 1000
 
     def client_delay_ms(self, node_id: int, api_key: int) -> int | None:
-        """How late a client's request to the broker runs; None: it is never answered."""
+        """How late a client's request to the broker runs; None: not before the heal
+        (`deliver_at_heal`)."""
         if node_id in self.unreachable:
             return None
         ms = self.network_delay_ms.get(node_id, 0)
         if api_key in DISK_APIS:
             ms += self.disk_delay_ms.get(node_id, 0)
         return ms
+
+    def deliver_at_heal(self, run: Callable[[], None]) -> None:
+        self._undelivered.append(run)
 
     def clock_offset_ms(self, node_id: int) -> int:
         return self.clock_skew_ms.get(node_id, 0)
@@ -94,7 +101,7 @@ class Faults:
 
     def cut(self, brokers: Iterable[int], *, clients: bool = True) -> None:
         """Cut ``brokers`` off from every other broker (a network partition; one broker:
-        its isolation). ``clients=False``: no client reaches them either."""
+        its isolation). ``clients=False``: no client reaches them either, until the heal."""
         side = sorted(set(brokers))
         self._check(side)
         if not side:
@@ -135,6 +142,9 @@ class Faults:
         for b in sorted(self._metadata.brokers):
             if self._serving(b):
                 self._metadata.broker_up(b)
+        undelivered, self._undelivered = self._undelivered, []
+        for run in undelivered:
+            run()
 
     def to_json(self) -> dict[str, Any]:
         by_side: dict[int, list[int]] = {}

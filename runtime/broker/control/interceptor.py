@@ -428,12 +428,18 @@ class Control:
     def dispatch(self, handler: ApiHandler, ctx: RequestContext, request: Message | None) -> None:
         """What the server calls instead of `api.dispatch`."""
         delay_ms = self.faults.client_delay_ms(ctx.broker.node_id, ctx.api_key)
-        if delay_ms is None:  # the broker is cut off from clients: the request is lost
-            ctx.responder.send_nothing()
+        if delay_ms is None:  # cut off from clients: the request arrives with the heal
+            self.faults.deliver_at_heal(lambda: self._deliver_late(handler, ctx, request))
         elif delay_ms:
             loop = asyncio.get_running_loop()
             loop.call_later(delay_ms / 1000, self._dispatch, handler, ctx, request)
         else:
+            self._dispatch(handler, ctx, request)
+
+    def _deliver_late(
+        self, handler: ApiHandler, ctx: RequestContext, request: Message | None
+    ) -> None:
+        if not ctx.responder.conn.closed:  # else the client gave up on it meanwhile
             self._dispatch(handler, ctx, request)
 
     def _dispatch(self, handler: ApiHandler, ctx: RequestContext, request: Message | None) -> None:
