@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from broker_helpers import BrokerProcess, WireClient
 from kafkagen.generated.api_versions import ApiVersionsRequest
+from kafkagen.generated.broker_heartbeat import BrokerHeartbeatRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from kafkagen.generated.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from kafkagen.generated.produce import ProduceRequest
@@ -247,9 +247,9 @@ def test_an_api_the_broker_lacks_is_named_with_its_ranges(cluster: BackgroundClu
     async def go() -> None:
         async with await connect(*address(cluster)) as client:
             with pytest.raises(VersionMismatchError) as info:
-                await client.request(DescribeShareGroupOffsetsRequest())
+                await client.request(BrokerHeartbeatRequest())
             text = str(info.value)
-            assert "does not support DescribeShareGroupOffsets (API key 90)" in text
+            assert "does not support BrokerHeartbeat (API key 63)" in text
             assert "FindCoordinator v0-6" in text and "ApiVersions v0-5" in text
             assert not client.closed  # nothing was sent, the connection is fine
 
