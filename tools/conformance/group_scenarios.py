@@ -437,6 +437,16 @@ def _heartbeat(group: str, topic: str | None, member: str = "", epoch: int = 0, 
     )
 
 
+async def consumer_protocol_member(s: Session) -> tuple[str, str, int]:
+    """A new topic and a consumer-protocol group with one member in it, for scenarios of
+    other group types meeting that group's id: (topic, group, its coordinator)."""
+    t = await s.create_topic()
+    g = s.name("g")
+    node = await s.coordinator(g)
+    await s.setup(_heartbeat(g, t, member="consumer-member-000000001"), node=node)
+    return t, g, node
+
+
 @scenario("ConsumerGroupHeartbeat", "join", "a new member subscribing to a topic")
 async def cg_join(s: Session) -> None:
     t = await s.create_topic(partitions=2)

@@ -8,7 +8,6 @@ import asyncio
 from typing import Any
 
 from kafkagen.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest
-from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kafkagen.generated.delete_groups import DeleteGroupsRequest
 from kafkagen.generated.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
 from kafkagen.generated.delete_share_group_state import DeleteShareGroupStateRequest
@@ -28,6 +27,7 @@ from kafkagen.generated.write_share_group_state import WriteShareGroupStateReque
 from kafkagen.runtime.jsonform import uuid_to_json
 
 from .core import Session, scenario
+from .group_scenarios import consumer_protocol_member
 from .messages import batch
 
 #: Member ids: a share consumer names itself.
@@ -209,20 +209,7 @@ async def sg_unknown(s: Session) -> None:
 
 @scenario("ShareGroupHeartbeat", "consumer-group-id", "joining a consumer-protocol group's id")
 async def sg_consumer_group(s: Session) -> None:
-    t = await s.create_topic()
-    g = s.name("g")
-    node = await s.coordinator(g)
-    await s.setup(
-        ConsumerGroupHeartbeatRequest(
-            group_id=g,
-            member_id="consumer-member-000000001",
-            member_epoch=0,
-            rebalance_timeout_ms=30000,
-            subscribed_topic_names=[t],
-            topic_partitions=[],
-        ),
-        node=node,
-    )
+    t, g, node = await consumer_protocol_member(s)
     await s.call(_heartbeat(g, t), node=node)
 
 

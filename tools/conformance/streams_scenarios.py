@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest
 from kafkagen.generated.streams_group_heartbeat import StreamsGroupHeartbeatRequest
 
 from .core import Session, scenario
+from .group_scenarios import consumer_protocol_member
 
 H = StreamsGroupHeartbeatRequest
 #: A Streams client names itself and its process.
@@ -184,20 +184,7 @@ async def st_newer_topology(s: Session) -> None:
 
 @scenario("StreamsGroupHeartbeat", "consumer-group-id", "joining a consumer-protocol group's id")
 async def st_consumer_group(s: Session) -> None:
-    t = await s.create_topic()
-    g = s.name("g")
-    node = await s.coordinator(g)
-    await s.setup(
-        ConsumerGroupHeartbeatRequest(
-            group_id=g,
-            member_id="consumer-member-000000001",
-            member_epoch=0,
-            rebalance_timeout_ms=30000,
-            subscribed_topic_names=[t],
-            topic_partitions=[],
-        ),
-        node=node,
-    )
+    t, g, node = await consumer_protocol_member(s)
     await s.call(_join(g, _topology(s, t)), node=node)
 
 
