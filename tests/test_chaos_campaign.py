@@ -4,8 +4,11 @@ checked by the history checker. The long ones are a documented command (docs/cha
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -89,3 +92,40 @@ def test_the_command_with_random_requests_beside_the_clients(tmp_path: Path) -> 
         [sys.executable, "-m", "kafkagen.chaos.checker", str(out)], capture_output=True, text=True
     )
     assert check_again.returncode == 0
+
+
+def test_the_nemesis_records_a_failed_control_call_and_goes_on() -> None:
+    """A control API that drops every call (as an overloaded or dying process may): each
+    fault is recorded as failed with its error, and the campaign keeps its course."""
+    stop = threading.Event()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(0.1)
+
+        def drop_every_call() -> None:
+            while not stop.is_set():
+                try:
+                    server.accept()[0].close()
+                except TimeoutError:
+                    pass
+
+        dropping = threading.Thread(target=drop_every_call)
+        dropping.start()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        faults = ControlFaults(url, [0, 1, 2], Campaign.topic_names("c"))
+        campaign = Campaign(
+            "127.0.0.1:9", fault_every=(0.05, 0.1), fault_length=(0.05, 0.1), faults=faults
+        )
+        campaign.start = time.monotonic()
+        campaign.deadline = campaign.start + 2.0
+        try:
+            campaign._nemesis()
+        finally:
+            stop.set()
+            dropping.join()
+    faults_seen = [o for o in campaign.recorder.history().completed if o.f == "fault"]
+    failed = [o for o in faults_seen if o.type == "fail"]
+    assert len(failed) >= 5 and all(o.value["error"] for o in failed)
+    # Moving a leader says itself when it was refused; nothing else took effect.
+    assert all(w.endswith("refused") for w in campaign.faults_done)

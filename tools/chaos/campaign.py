@@ -44,6 +44,8 @@ TICK = 0.5
 TXN_CALL_S = 15.0
 #: How long after the end clients have to finish what they are doing.
 JOIN_S = 60.0
+#: The limit of one call to the control API.
+CONTROL_TIMEOUT_S = 60.0
 #: The broker configs of a campaign's ``kafkagen serve``: a group starts at once, and a
 #: broker cut off for a fault's few seconds leaves the ISR and is fenced (Kafka's 30 s
 #: and 9 s would outlast every fault).
@@ -85,7 +87,8 @@ class ControlFaults(Faults):
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
-        with urllib.request.urlopen(req, timeout=10) as r:
+        # A loaded machine can hold a control call for seconds; a minute means it is gone.
+        with urllib.request.urlopen(req, timeout=CONTROL_TIMEOUT_S) as r:
             return json.loads(r.read() or b"null")
 
     def choices(self) -> list[Callable[[random.Random], tuple[str, Callable[[], None]]]]:
@@ -241,7 +244,10 @@ class Campaign:
             self._nemesis()
         finally:
             if self.faults is not None:
-                self.faults.heal_all()
+                try:
+                    self.faults.heal_all()
+                except OSError as e:
+                    self.errors.append(f"the faults could not be healed at the end: {e}")
             for w in workers:
                 w.join(max(1.0, self.deadline + JOIN_S - time.monotonic()))
                 if w.is_alive():
@@ -290,13 +296,22 @@ class Campaign:
             if not bag:
                 bag = self.faults.choices()
                 rnd.shuffle(bag)
-            what, heal = bag.pop()(rnd)
-            self._op("nemesis", "invoke", "fault", {"fault": what})
+            inject = bag.pop()
+            self._op("nemesis", "invoke", "fault", {"fault": inject.__name__.replace("_", " ")})
+            try:
+                what, heal = inject(rnd)
+            except OSError as e:  # the control call failed: recorded, and the run goes on
+                self._op("nemesis", "fail", "fault", {"error": f"{inject.__name__}: {e}"})
+                continue
             self._op("nemesis", "ok", "fault", {"fault": what})
             self.faults_done.append(what)
             time.sleep(rnd.uniform(*self.fault_length))
-            heal()
             self._op("nemesis", "invoke", "fault", {"fault": "heal: " + what})
+            try:
+                heal()
+            except OSError as e:  # whatever is still in force, heal_all undoes at the end
+                self._op("nemesis", "fail", "fault", {"fault": "heal: " + what, "error": str(e)})
+                continue
             self._op("nemesis", "ok", "fault", {"fault": "heal: " + what})
 
     # ------------------------------------------------------------------ clients

@@ -341,8 +341,8 @@ class _Checker:
         so later ("lost"). Such a zombie may not commit offsets of the partition while the
         next owner has it: that is what fencing promises."""
         start: dict[tuple[str, str, TopicPartition], float] = {}
-        spans: dict[tuple[str, TopicPartition], list[tuple[float, float, str, bool]]] = (
-            defaultdict(list)
+        spans: dict[tuple[str, TopicPartition], list[tuple[float, float, str, bool]]] = defaultdict(
+            list
         )
         commits: dict[tuple[str, str, TopicPartition], list[tuple[float, int]]] = defaultdict(list)
         for op in self.h.completed:

@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kafkagen chaos: --partitions {args.partitions}: needs at least 1", file=sys.stderr)
         return 2
     requests: RequestStats | None = None
+    campaign: Campaign | None = None
     try:
         with _cluster(args.kafka, args.partitions) as (bootstrap, faults, pid):
             campaign = Campaign(
@@ -114,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
             after = _usage(pid)
     except (OSError, RuntimeError) as e:
         print(f"kafkagen chaos: {e}", file=sys.stderr)
+        if campaign is not None and args.history is not None:
+            # What was recorded before the stop is kept, for reading what happened.
+            campaign.recorder.history().dump(args.history)
+            print(f"kafkagen chaos: the history so far is in {args.history}", file=sys.stderr)
         return 2
     if args.history is not None:
         history.dump(args.history)
