@@ -85,6 +85,9 @@ class _Answer:
     def close(self, reason: str) -> None:
         raise AssertionError(f"the broker closed the connection: {reason}")
 
+    def gone(self) -> bool:
+        return False
+
 
 class World:
     """A cluster of ``brokers`` brokers, asked through broker 0's request path."""

@@ -85,6 +85,10 @@ class Responder(Protocol):
 
     def close(self, reason: str) -> None: ...
 
+    def gone(self) -> bool:
+        """Whether the connection closed: an answer would reach nobody."""
+        ...
+
 
 class Peers(MarkerWriter, Protocol):
     """The other brokers, as far as a handler may reach them, and the marker writing of
@@ -572,6 +576,9 @@ class _Capture:
 
     def close(self, reason: str) -> None:
         self.inner.close(reason)
+
+    def gone(self) -> bool:
+        return self.inner.gone()
 
 
 def error_response(cls: type[Message], code: int = UnknownServerError.code) -> Message:

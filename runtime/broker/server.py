@@ -97,6 +97,9 @@ class _Slot:
         self.done = True
         self.conn.close(reason)
 
+    def gone(self) -> bool:
+        return self.conn.closed
+
 
 class ClientConnection:
     """A client's connection to this broker: reads requests, dispatches them, writes answers

@@ -329,6 +329,9 @@ class _Watch:
         self.on_end("closed")
         self.inner.close(reason)
 
+    def gone(self) -> bool:
+        return self.inner.gone()
+
 
 @dataclass(slots=True)
 class _Held:
@@ -439,7 +442,7 @@ class Control:
     def _deliver_late(
         self, handler: ApiHandler, ctx: RequestContext, request: Message | None
     ) -> None:
-        if not ctx.responder.conn.closed:  # else the client gave up on it meanwhile
+        if not ctx.responder.gone():  # else the client gave up on it meanwhile
             self._dispatch(handler, ctx, request)
 
     def _dispatch(self, handler: ApiHandler, ctx: RequestContext, request: Message | None) -> None:
