@@ -52,6 +52,8 @@ SETTLE_S = 180
 #: The client id of the run's first recorded request.
 MARKER = "streams-eos-first"
 CONFIGS = {"group.initial.rebalance.delay.ms": "0"}
+#: The Java producer's max.in.flight.requests.per.connection, which Streams leaves at 5.
+MAX_IN_FLIGHT = 5
 
 
 class Cluster(abc.ABC):
@@ -297,12 +299,14 @@ def test_two_instances_one_killed_count_exactly_once(cluster: Cluster, tmp_path:
     assert errors == [] and all(x["closed"] for x in closed), (errors, closed)
     # What the transactional producers were answered. Both brokers answer a batch that
     # meets the previous transaction still completing CONCURRENT_TRANSACTIONS, and the
-    # batch pipelined behind it OUT_OF_ORDER_SEQUENCE_NUMBER (Kafka 4.4.0 on this machine
-    # too: 38 and 8 in one run); both are retried. NOT_ENOUGH_REPLICAS, what kafkagen once
+    # batches pipelined behind it OUT_OF_ORDER_SEQUENCE_NUMBER (Kafka 4.4.0 on this
+    # machine: 38 and 8 in one run, 24 and 25 in another); both are retried. A producer
+    # keeps at most MAX_IN_FLIGHT requests on a connection, so at most MAX_IN_FLIGHT - 1
+    # batches sit behind each refused one. NOT_ENOUGH_REPLICAS, what kafkagen once
     # answered a busy coordinator with, is for producers before Produce v12 only.
     answers = cluster.produce_answers()
     print(f"Produce answers by error code: {dict(answers)}")
     assert answers[0] > 0, answers
     assert answers[ErrorCode.NOT_ENOUGH_REPLICAS] == 0, answers
     behind = answers[ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER]
-    assert behind <= answers[ErrorCode.CONCURRENT_TRANSACTIONS], answers
+    assert behind <= (MAX_IN_FLIGHT - 1) * answers[ErrorCode.CONCURRENT_TRANSACTIONS], answers
