@@ -185,7 +185,7 @@ class Instance:
 
     def tasks(self) -> list[str]:
         """The active tasks it held when last RUNNING."""
-        running = [x["tasks"] for x in self.lines if x.get("state") == "RUNNING"]
+        running = [x["active"] for x in self.lines if x.get("state") == "RUNNING"]
         return running[-1] if running else []
 
     def wait_running(self, timeout: float = 120) -> None:
@@ -256,6 +256,8 @@ def test_two_instances_one_killed_count_exactly_once(cluster: Cluster, tmp_path:
     def program(name: str) -> list[str]:
         state = tmp_path / f"state-{name}"
         return java_program("StreamsScenario") + [
+            "classic",
+            "exactly_once_v2",
             cluster.bootstrap,
             f"wordcount-{suffix}",
             input_topic,

@@ -2,8 +2,8 @@
 two instances of one application, against three kafkagen brokers and three Apache Kafka
 4.4.0 nodes; then Kafka's ``kafka-streams-groups --describe`` on the running group.
 
-The application (``tools/client_programs/java/src/StreamsGroupScenario.java``) counts words
-at least once: input records are regrouped by word through a repartition topic and counted
+The application (``tools/client_programs/java/src/StreamsScenario.java``) counts words at
+least once: input records are regrouped by word through a repartition topic and counted
 in a store with a changelog. Both instances start before the
 input is written; once each runs with tasks of its own, N records go in, and the output's
 last count of every word must be exactly N / WORDS. The coordinator creates the repartition
@@ -114,7 +114,7 @@ def test_two_streams_instances_count_exactly(bootstrap: str, tmp_path: Path) -> 
         [NewTopic(source, PARTITIONS, 3), NewTopic(sink, PARTITIONS, 3)]
     ).values():
         f.result(30)
-    cmd = java_program("StreamsGroupScenario")
+    cmd = java_program("StreamsScenario") + ["streams", "at_least_once"]
     instances = [
         Instance(cmd + [bootstrap, app, source, sink, str(tmp_path / n), n], n) for n in ("a", "b")
     ]
