@@ -5,8 +5,9 @@ Both servers run on this machine, one after the other, driven by the same client
 
 - start-up: from launching the server to its first Metadata answer, one broker each
   (Kafka's time includes formatting its storage, which a new Kafka needs);
-- produce throughput: 1 KiB records to a topic of three partitions with three replicas on
-  a three-broker cluster, with acks=1 and with acks=all, sent by Kafka's own
+- produce throughput: 1 KiB records to a topic of three partitions, on one broker with one
+  replica and on three brokers with three replicas (each shape against a Kafka of as many
+  nodes), with acks=1 and with acks=all, sent by Kafka's own
   ``org.apache.kafka.tools.ProducerPerformance`` and by confluent-kafka (librdkafka);
 - consume throughput: a confluent-kafka consumer reading everything produced, from the
   start of the three partitions;
@@ -14,13 +15,16 @@ Both servers run on this machine, one after the other, driven by the same client
   has each, p50 and p99;
 - resident memory of the servers after the runs.
 
+The load average is printed from before and after: figures of a loaded machine are not
+those of a quiet one.
+
 Every figure is printed with the ratio kafkagen / Kafka (above 1 is kafkagen faster or,
 for start-up and memory, Kafka / kafkagen: above 1 is kafkagen quicker or smaller).
 Kafka runs with its distribution's JVM settings (1 GiB heap, G1). Record counts and every
 wait are bounded.
 
-Run: kafkagen bench kafka [--records N] [--latency-records N] [--skip-java]
-[--json FILE]
+Run: kafkagen bench kafka [--records N] [--latency-records N] [--brokers 1,3]
+[--skip-java] [--json FILE]
 """
 
 from __future__ import annotations
@@ -166,22 +170,22 @@ def rss_mb(pids: Sequence[int]) -> float:
 # ---------------------------------------------------------------------- producers
 
 
-def _create_topic(bootstrap: str, name: str = TOPIC, partitions: int = 3) -> None:
+def _create_topic(bootstrap: str, replicas: int, name: str = TOPIC, partitions: int = 3) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, partitions, 3)], request_timeout=30)
+    futures = admin.create_topics([NewTopic(name, partitions, replicas)], request_timeout=30)
     futures[name].result(timeout=60)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # every partition led before anything is timed
         md = admin.list_topics(name, timeout=10)
         parts = md.topics[name].partitions
         if len(parts) == partitions and all(
-            p.leader >= 0 and len(p.isrs) == 3 for p in parts.values()
+            p.leader >= 0 and len(p.isrs) == replicas for p in parts.values()
         ):
             return
         time.sleep(0.1)
-    raise RuntimeError(f"{name} has no leaders with three in-sync replicas")
+    raise RuntimeError(f"{name} has no leaders with {replicas} in-sync replicas")
 
 
 def produce_confluent(bootstrap: str, records: int, acks: str) -> tuple[float, float]:
@@ -288,13 +292,13 @@ def consume_confluent(bootstrap: str, expected: int) -> tuple[float, float]:
     return count / took, size / took / 1e6
 
 
-def latency_confluent(bootstrap: str, count: int) -> tuple[float, float]:
-    """(p50, p99) milliseconds from producing a 1 KiB record (acks=all, three replicas) to
-    a consumer receiving it, one record at a time."""
+def latency_confluent(bootstrap: str, count: int, replicas: int) -> tuple[float, float]:
+    """(p50, p99) milliseconds from producing a 1 KiB record (acks=all) to a consumer
+    receiving it, one record at a time."""
     from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
     topic = "bench-latency"
-    _create_topic(bootstrap, topic, 1)
+    _create_topic(bootstrap, replicas, topic, 1)
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency"})
     value = b"x" * RECORD_SIZE
@@ -339,8 +343,10 @@ class ProduceRun:
     mb_per_s: float
 
 
-def produce_all(bootstrap: str, records: int, java_cp: str | None) -> list[ProduceRun]:
-    _create_topic(bootstrap)
+def produce_all(
+    bootstrap: str, replicas: int, records: int, java_cp: str | None
+) -> list[ProduceRun]:
+    _create_topic(bootstrap, replicas)
     runs = []
     for acks in ("1", "all"):
         if java_cp is not None:
@@ -358,12 +364,21 @@ def produce_all(bootstrap: str, records: int, java_cp: str | None) -> list[Produ
 # ---------------------------------------------------------------------- the run
 
 
+#: The cluster shapes compared: brokers (each topic with as many replicas).
+SHAPES = (1, 3)
+
+
+def _shape(brokers: int) -> str:
+    return f"{brokers} broker{'s' if brokers > 1 else ''}, rf {brokers}"
+
+
 def run(
     records: int,
     repeat: int,
     java: bool,
     say: Callable[[str], None],
     latency_records: int = 1000,
+    shapes: Sequence[int] = SHAPES,
 ) -> list[Figure]:
     figures: list[Figure] = []
     java_cp = (
@@ -383,42 +398,49 @@ def run(
             "  Kafka without formatting storage", kg_start, kafka_start - kafka_format, "s", False
         )
     )
+    for brokers in shapes:
+        figures += _run_shape(brokers, records, java_cp, say, latency_records)
+    return figures
 
-    say(f"produce, consume, latency, three brokers: kafkagen serve ({records} records) ...")
-    port = _free_ports_from(3)
+
+def _run_shape(
+    brokers: int,
+    records: int,
+    java_cp: str | None,
+    say: Callable[[str], None],
+    latency_records: int,
+) -> list[Figure]:
+    """Produce, consume, latency and memory on ``brokers`` brokers of each server."""
+    shape = _shape(brokers)
+    say(f"produce, consume, latency, {shape}: kafkagen serve ({records} records) ...")
+    port = _free_ports_from(brokers)
     started = time.monotonic()
-    with _kafkagen(3, port) as proc:
-        _wait_metadata(port, 3, started, proc)
-        bootstrap = ",".join(f"127.0.0.1:{port + i}" for i in range(3))
-        kg_runs = produce_all(bootstrap, records, java_cp)
+    with _kafkagen(brokers, port) as proc:
+        _wait_metadata(port, brokers, started, proc)
+        bootstrap = ",".join(f"127.0.0.1:{port + i}" for i in range(brokers))
+        kg_runs = produce_all(bootstrap, brokers, records, java_cp)
         kg_consume = consume_confluent(bootstrap, records * len(kg_runs))
-        kg_latency = latency_confluent(bootstrap, latency_records)
+        kg_latency = latency_confluent(bootstrap, latency_records, brokers)
         kg_rss = rss_mb([proc.pid])
-    say(f"produce, consume, latency, three brokers: Apache Kafka ({records} records) ...")
-    with KafkaReference(3, jvm_options=KAFKA_JVM) as kafka:
-        kafka_runs = produce_all(kafka.bootstrap, records, java_cp)
+    say(f"produce, consume, latency, {shape}: Apache Kafka ({records} records) ...")
+    with KafkaReference(brokers, jvm_options=KAFKA_JVM) as kafka:
+        kafka_runs = produce_all(kafka.bootstrap, brokers, records, java_cp)
         kafka_consume = consume_confluent(kafka.bootstrap, records * len(kafka_runs))
-        kafka_latency = latency_confluent(kafka.bootstrap, latency_records)
+        kafka_latency = latency_confluent(kafka.bootstrap, latency_records, brokers)
         kafka_rss = rss_mb(kafka.pids())
+    figures = []
     for a, b in zip(kg_runs, kafka_runs, strict=True):
-        figures.append(
-            Figure(f"produce acks={a.acks} {a.tool}", a.msgs_per_s, b.msgs_per_s, "msgs/s", True)
-        )
-        figures.append(
-            Figure(f"produce acks={a.acks} {a.tool}", a.mb_per_s, b.mb_per_s, "MB/s", True)
-        )
+        what = f"produce acks={a.acks} {a.tool} ({shape})"
+        figures.append(Figure(what, a.msgs_per_s, b.msgs_per_s, "msgs/s", True))
+        figures.append(Figure(what, a.mb_per_s, b.mb_per_s, "MB/s", True))
+    what = f"consume confluent-kafka ({shape})"
+    figures.append(Figure(what, kg_consume[0], kafka_consume[0], "msgs/s", True))
+    figures.append(Figure(what, kg_consume[1], kafka_consume[1], "MB/s", True))
+    for i, p in enumerate(("p50", "p99")):
+        what = f"end-to-end latency {p}, acks=all ({shape})"
+        figures.append(Figure(what, kg_latency[i], kafka_latency[i], "ms", False))
     figures.append(
-        Figure("consume confluent-kafka", kg_consume[0], kafka_consume[0], "msgs/s", True)
-    )
-    figures.append(Figure("consume confluent-kafka", kg_consume[1], kafka_consume[1], "MB/s", True))
-    figures.append(
-        Figure("end-to-end latency p50 (acks=all)", kg_latency[0], kafka_latency[0], "ms", False)
-    )
-    figures.append(
-        Figure("end-to-end latency p99 (acks=all)", kg_latency[1], kafka_latency[1], "ms", False)
-    )
-    figures.append(
-        Figure("resident memory after the runs (3 brokers)", kg_rss, kafka_rss, "MiB", False)
+        Figure(f"resident memory after the runs ({shape})", kg_rss, kafka_rss, "MiB", False)
     )
     return figures
 
@@ -442,16 +464,20 @@ def _port_free(port: int) -> bool:
 
 
 def table(figures: list[Figure]) -> str:
-    lines = [f"{'':<46} {'kafkagen':>12} {'Kafka 4.4':>12}  {'unit':<7} ratio"]
+    lines = [f"{'':<62} {'kafkagen':>12} {'Kafka 4.4':>12}  {'unit':<7} ratio"]
     for f in figures:
         lines.append(
-            f"{f.what:<46} {f.kafkagen:>12,.2f} {f.kafka:>12,.2f}  {f.unit:<7} {f.ratio:.2f}x"
+            f"{f.what:<62} {f.kafkagen:>12,.2f} {f.kafka:>12,.2f}  {f.unit:<7} {f.ratio:.2f}x"
         )
     lines.append(
         "ratio: kafkagen/Kafka for throughput, Kafka/kafkagen for time and memory "
         "(above 1: kafkagen ahead)"
     )
     return "\n".join(lines)
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return " ".join(f"{x:.2f}" for x in load)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -464,25 +490,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--latency-records", type=int, default=1000, help="records timed one by one end to end"
     )
+    parser.add_argument(
+        "--brokers",
+        default=",".join(map(str, SHAPES)),
+        metavar="N,...",
+        help="cluster sizes compared, each topic with as many replicas (default: 1,3)",
+    )
     parser.add_argument("--skip-java", action="store_true", help="no ProducerPerformance runs")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args(argv)
     if min(args.records, args.repeat, args.latency_records) < 1:
         parser.error("--records, --repeat and --latency-records must be at least 1")
+    try:
+        shapes = [int(n) for n in args.brokers.split(",")]
+    except ValueError:
+        shapes = []
+    if not shapes or not all(1 <= n <= 3 for n in shapes):
+        parser.error(f"--brokers {args.brokers!r}: a comma-separated list of 1, 2 or 3")
     # A terminated run still stops the servers it started (their finally blocks run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    load_before = os.getloadavg()
     figures = run(
         args.records,
         args.repeat,
         not args.skip_java,
         lambda m: print(m, file=sys.stderr, flush=True),
         args.latency_records,
+        shapes,
     )
+    load_after = os.getloadavg()
     print(table(figures))
+    print(f"load average (1, 5, 15 min) before: {_load(load_before)}; after: {_load(load_after)}")
     if args.json:
-        Path(args.json).write_text(
-            json.dumps([asdict(f) | {"ratio": f.ratio} for f in figures], indent=1)
-        )
+        report = {
+            "figures": [asdict(f) | {"ratio": f.ratio} for f in figures],
+            "load_before": load_before,
+            "load_after": load_after,
+        }
+        Path(args.json).write_text(json.dumps(report, indent=1))
     return 0
 
 
