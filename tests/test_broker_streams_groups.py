@@ -2,7 +2,8 @@
 functions, then StreamsGroupHeartbeat and StreamsGroupDescribe over real sockets with the
 generated codecs (join with a topology, internal topics created, statuses, revocation
 before reassignment, fencing, leave, session expiry, ListGroups, offsets with member
-epochs, DeleteGroups)."""
+epochs, DeleteGroups), and the group rebuilt from its records in ``__consumer_offsets`` by
+the coordinator that takes over."""
 
 from __future__ import annotations
 
@@ -21,16 +22,28 @@ from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
 from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest as DescReq
 from kafkagen.generated.streams_group_heartbeat import StreamsGroupHeartbeatRequest as HbReq
+from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.group.sticky_task_assignor import AssignorMember, Tasks, assign
+from kafkagen.runtime.broker.group.streams_group_records import (
+    decode_group,
+    decode_state_key,
+    encode_group,
+    encode_member,
+)
 from kafkagen.runtime.broker.group.streams_group import (
     InternalTopic,
+    MemberState,
     Status,
+    StreamsGroup,
+    StreamsMember,
     Subtopology,
     Topology,
     configure,
 )
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.records import iter_batches
+from kafkagen.runtime.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.timeout(120)
 HB, DESCRIBE, LIST, COMMIT, DELETE = 88, 89, 16, 8, 42
@@ -400,3 +413,158 @@ def test_a_streams_group_id_is_not_a_consumer_group(w: WireClient) -> None:
         ),
     )
     assert r.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+# -- the group's records and a coordinator that moves ------------------------------------
+
+
+def _records_of(cluster: KafkaCluster, node: int) -> list[tuple[bytes, bytes | None]]:
+    """The streams-group records (key, value or None) in ``__consumer_offsets``-0 of
+    ``node``, once its high watermark has caught up with its log end (all replicated)."""
+
+    def read() -> list[tuple[bytes, bytes | None]] | None:
+        rm = cluster.cluster.brokers[node].replica_manager
+        partition = rm.partitions[TopicPartition("__consumer_offsets", 0)]
+        if partition.high_watermark < partition.log.log_end_offset:
+            return None
+        return [
+            (bytes(r.key), None if r.value is None else bytes(r.value))
+            for b in partition.log.batches
+            for batch in iter_batches(b.data, verify_crc=False)
+            if not batch.is_control
+            for r in batch
+            if r.key is not None and decode_state_key(bytes(r.key)) is not None
+        ]
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        records = cluster.call(read)
+        if records is not None:
+            return list(records)
+        time.sleep(0.05)
+    raise AssertionError("the offsets topic's records were not replicated within 10 s")
+
+
+def _described(w: WireClient, group_id: str) -> dict[str, Any]:
+    out: dict[str, Any] = w.call(DESCRIBE, 1, DescReq(group_ids=[group_id])).to_json(1)
+    (group,) = out["groups"]
+    assert group["errorCode"] == 0
+    return dict(group)
+
+
+@pytest.mark.slow
+@pytest.mark.kafka_cluster(
+    brokers=3,
+    configs={
+        "offsets.topic.num.partitions": 1,
+        "offsets.topic.replication.factor": 3,
+        "group.streams.session.timeout.ms": 10_000,
+        "group.streams.heartbeat.interval.ms": 200,
+        "group.streams.initial.rebalance.delay.ms": 0,
+        "group.streams.num.standby.replicas": 1,
+    },
+)
+def test_a_new_coordinator_rebuilds_the_streams_group_from_its_records(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl
+) -> None:
+    kafka_cluster.create_topic("words", 4, 3)
+    brokers = kafka_cluster.cluster.brokers
+    kafka_cluster.call(brokers[0].group_coordinator.ensure_offsets_topic)
+    addresses = kafka_cluster.bootstrap_servers.split(",")
+    _, old = kafka_control.coordinator_of("moving-app")
+    with WireClient(addresses[old]) as w:
+        a, b, c = (Member(w, "moving-app", _topology("moving-app")) for _ in range(3))
+        _converge([a, b, c])
+        assert c.heartbeat(member_epoch=-1).error_code == 0  # c leaves: its records go
+        _converge([a, b])
+        assert a.active and b.active and a.active.isdisjoint(b.active)
+        before = _described(w, "moving-app")
+    records = _records_of(kafka_cluster, old)
+    # The state as written decodes to the group the coordinator holds.
+    state: dict[tuple[str, int], bytes] = {}
+    for key, value in records:
+        group_id, member_id, record_type = decode_state_key(key)  # type: ignore[misc]
+        if value is None:
+            state.pop((member_id, record_type), None)
+        else:
+            state[member_id, record_type] = value
+    assert any(v is None for _, v in records)  # c's tombstones
+    group, _ = decode_group("moving-app", state)
+    assert sorted(group.members) == sorted([a.member_id, b.member_id])
+    assert {m.member_id: m.member_epoch for m in group.members.values()} == {
+        a.member_id: a.epoch,
+        b.member_id: b.epoch,
+    }
+    kafka_control.stop_broker(old)
+    _, new = kafka_control.coordinator_of("moving-app")
+    assert new not in (old, -1)
+    with WireClient(addresses[new]) as w:
+        for m in (a, b):
+            m.w = w
+            epoch, active, standby = m.epoch, set(m.active), set(m.standby)
+            r = m.heartbeat()
+            # The same epoch and tasks: no rebalance at the new coordinator.
+            assert r.error_code == 0 and r.member_epoch == epoch
+            assert (m.active, m.standby) == (active, standby)
+        _converge([a, b], rounds=3)
+        after = _described(w, "moving-app")
+        assert after == before
+        # The group goes on: a member that leaves here frees its tasks for the other.
+        assert b.heartbeat(member_epoch=-1).error_code == 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(a.active) < 8:
+            assert a.heartbeat().error_code == 0
+            time.sleep(0.05)
+        assert len(a.active) == 8  # 4 partitions x 2 subtopologies
+
+
+def test_the_records_round_trip_a_group() -> None:
+    """Every field the coordinator keeps comes back from its records."""
+    topology = Topology(
+        3,
+        (
+            Subtopology("0", ("a", "b"), ("rep",), (), (), (("a", "b"),)),
+            Subtopology(
+                "1",
+                (),
+                (),
+                (InternalTopic("cl", 0, 1, (("cleanup.policy", "compact"),)),),
+                (InternalTopic("rep", 4, -1),),
+                (("rep",),),
+            ),
+        ),
+    )
+    group = StreamsGroup("g", group_epoch=7, assignment_epoch=6, topology=topology)
+    group.members["m1"] = StreamsMember(
+        "m1",
+        "instance-1",
+        "rack",
+        "client",
+        "/127.0.0.1",
+        "process",
+        30_000,
+        3,
+        user_endpoint=("127.0.0.1", 8080),
+        client_tags={"zone": "z1"},
+        member_epoch=6,
+        previous_member_epoch=5,
+        state=MemberState.UNREVOKED_TASKS,
+        assigned=Tasks({"0": {0, 1}}, {"1": {2}}, {}),
+        pending_revocation=Tasks({"1": {3}}, {}, {"0": {4}}),
+    )
+    group.target["m1"] = Tasks({"0": {0, 1, 2}}, {"1": {0}}, {"1": {1}})
+    records = {**encode_group(group), **encode_member(group, group.members["m1"])}
+    state = {}
+    for key, value in records.items():
+        group_id, member_id, record_type = decode_state_key(key)  # type: ignore[misc]
+        assert group_id == "g"
+        state[member_id, record_type] = value
+    assert len(state) == 6  # metadata, target metadata, topology, three of the member
+    back, stored_hash = decode_group("g", state)
+    assert stored_hash == 0  # the topology was never configured
+    assert (back.group_epoch, back.assignment_epoch, back.topology) == (7, 6, topology)
+    fields = [f for f in StreamsMember.__slots__ if f not in ("session", "revocation")]
+    assert [getattr(back.members["m1"], f) for f in fields] == [
+        getattr(group.members["m1"], f) for f in fields
+    ]
+    assert back.target == group.target

@@ -33,6 +33,7 @@ from .consumer_group import ConsumerGroup, StateRecords, decode_state_key
 from .consumer_group_manager import ConsumerGroupManager
 from .group_model import Group, GroupState, Member, OffsetEntry
 from .streams_group_manager import StreamsGroupManager
+from .streams_group_records import decode_state_key as decode_streams_key
 
 __all__ = ["GroupCoordinator"]
 
@@ -98,8 +99,9 @@ class GroupCoordinator(ClassicProtocol):
         index = partition.tp.partition
         offsets = self.offsets
         offsets.drop_pending(index)
-        # Consumer-protocol groups: their last state records.
+        # Consumer-protocol and streams groups: their last state records.
         states: dict[str, StateRecords] = {}
+        streams_states: dict[str, StateRecords] = {}
         for b in partition.log.batches:
             for batch in iter_batches(b.data, verify_crc=False):
                 if batch.is_control:
@@ -115,7 +117,9 @@ class GroupCoordinator(ClassicProtocol):
                     if r.key is None:
                         continue
                     try:
-                        state_of = decode_state_key(r.key)
+                        owner, state_of = states, decode_state_key(r.key)
+                        if state_of is None:
+                            owner, state_of = streams_states, decode_streams_key(r.key)
                         key = None if state_of is not None else decode_key(r.key)
                     except ValueError as e:
                         _log.error(
@@ -124,7 +128,7 @@ class GroupCoordinator(ClassicProtocol):
                         continue
                     if state_of is not None:
                         state_group, member_id, record_type = state_of
-                        records = states.setdefault(state_group, {})
+                        records = owner.setdefault(state_group, {})
                         if r.value is None:
                             records.pop((member_id, record_type), None)
                         else:
@@ -136,6 +140,7 @@ class GroupCoordinator(ClassicProtocol):
                     group = self.groups.get(group_id)
                     if kind == "group":
                         states.pop(group_id, None)  # the id went to a classic group
+                        streams_states.pop(group_id, None)
                         if r.value is None:
                             self.groups.pop(group_id, None)
                             continue
@@ -163,6 +168,7 @@ class GroupCoordinator(ClassicProtocol):
                         v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
                     )
         self.consumer.load(states)
+        self.streams.load(streams_states, self.groups)
         # Members of the loaded groups keep their place, as on the previous coordinator:
         # each must heartbeat within its session from now on.
         for group in self.groups.values():

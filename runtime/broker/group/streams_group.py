@@ -230,6 +230,8 @@ class StreamsGroup:
     shutdown_requested: bool = False
     offsets: SortedKeysDict[TopicPartition, OffsetEntry] = field(default_factory=SortedKeysDict)
     dead: bool = False
+    #: The state records last written: member id ("" for the group's) -> key -> value.
+    persisted: dict[str, dict[bytes, bytes]] = field(default_factory=dict)
 
     @property
     def state(self) -> StreamsGroupState:

@@ -13,9 +13,10 @@ released them. A new group waits ``group.streams.initial.rebalance.delay.ms`` be
 first assignment (status ASSIGNMENT_DELAYED meanwhile).
 
 Sessions end by the broker's timer (``group.streams.session.timeout.ms``), and a member that
-does not revoke within its rebalance timeout is fenced. The groups live in the
-coordinator's memory: they are not written to ``__consumer_offsets`` (their committed
-offsets are), so a coordinator that moves starts them afresh.
+does not revoke within its rebalance timeout is fenced. Every change is written to
+``__consumer_offsets`` in Kafka's record formats (`streams_group_records`), and the broker
+that takes the partition over rebuilds the groups from them: members keep their epochs and
+tasks across a coordinator move.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ from kafkagen.runtime.errors import (
 from kafkagen.runtime.purgatory import DelayedOperationPurgatory
 from kafkagen.runtime.timer import Timer
 
+from kafkagen.runtime.records import Record
+
 from ..coordinator.coordinator_log import CoordinatorLog
 from ..sorted_keys import SortedKeysDict
-from .group_model import MemberDeadline
+from .group_model import Group, MemberDeadline
 from .sticky_task_assignor import AssignorMember, Tasks, TaskSet, assign
 from .streams_group import (
     MemberState,
@@ -51,6 +54,14 @@ from .streams_group import (
     Topology,
     configure,
     task_partitions,
+)
+from .streams_group_records import (
+    GROUP_METADATA,
+    StreamsStateRecords,
+    decode_group,
+    encode_group,
+    encode_member,
+    metadata_hash,
 )
 
 __all__ = ["HeartbeatResult", "StreamsGroupManager"]
@@ -220,6 +231,7 @@ class StreamsGroupManager:
         send = member_epoch == 0 or before != member.assigned
         if owned is not None and owned != member.assigned:
             send = True
+        self._persist(group)
         # A joining member learns the endpoints whatever epoch it names.
         seen = -1 if member_epoch == 0 else endpoint_epoch
         return self._result(group, member, member_id, member.member_epoch, seen, send, statuses)
@@ -294,9 +306,7 @@ class StreamsGroupManager:
         internal topics it is missing."""
         if group.topology is None:
             return
-        topics = self.log.metadata.topics
-        partitions_of = {name: len(t.partitions) for name, t in topics.items()}
-        configured = configure(group.topology, partitions_of)
+        configured = configure(group.topology, self._partition_counts())
         if group.configured is not None and configured == group.configured:
             return
         had_tasks = group.configured is not None and group.configured.task_counts is not None
@@ -314,6 +324,9 @@ class StreamsGroupManager:
                 _log.info("streams group %s: created internal topic %s", group.group_id, name)
             except KafkaError as e:
                 _log.warning("streams group %s: cannot create %s: %s", group.group_id, name, e)
+
+    def _partition_counts(self) -> dict[str, int]:
+        return {name: len(t.partitions) for name, t in self.log.metadata.topics.items()}
 
     # -- assignment -------------------------------------------------------------------
 
@@ -407,6 +420,30 @@ class StreamsGroupManager:
         if not group.members:
             group.shutdown_requested = False
         self._maybe_assign(group)
+        self._persist(group)
+
+    def _persist(self, group: StreamsGroup) -> None:
+        """Write the state records that changed since the last write, and tombstones for
+        the members gone. The answer does not wait for the write: a coordinator that fails
+        first loses the last change, and its members rejoin where the records left them."""
+        wanted = {"": encode_group(group)}
+        wanted.update((mid, encode_member(group, m)) for mid, m in group.members.items())
+        old = group.persisted
+        records = [
+            Record(-1, self.log.now_ms(), key, value)
+            for mid, values in wanted.items()
+            for key, value in values.items()
+            if old.get(mid, {}).get(key) != value
+        ]
+        records += [
+            Record(-1, self.log.now_ms(), key, None)
+            for mid, values in old.items()
+            if mid not in wanted
+            for key in values
+        ]
+        group.persisted = wanted
+        if records:
+            self.log.append(group.group_id, records, _ignore)
 
     # -- timers -----------------------------------------------------------------------
 
@@ -480,18 +517,62 @@ class StreamsGroupManager:
         owns = self.log.owns
         return [g for g in self.groups.values() if not g.dead and owns(g.group_id)]
 
-    def drop(self, group_id: str) -> StreamsGroup | None:
+    def drop(self, group_id: str, *, persist: bool = True) -> StreamsGroup | None:
+        """Forget a group; ``persist`` also tombstones its records (not when unloading)."""
         group = self.groups.pop(group_id, None)
         if group is not None:
             for m in group.members.values():
                 self._cancel(m, "session")
                 self._cancel(m, "revocation")
             group.dead = True
+            keys = [key for values in group.persisted.values() for key in values]
+            if persist and keys:
+                now = self.log.now_ms()
+                self.log.append(group_id, [Record(-1, now, key, None) for key in keys], _ignore)
         return group
 
     def unload(self, index: int) -> None:
         for group_id in [g for g in self.groups if self.log.partition_of(g) == index]:
-            self.drop(group_id)
+            self.drop(group_id, persist=False)
+
+    def load(
+        self, states: dict[str, StreamsStateRecords], classic_groups: dict[str, Group]
+    ) -> None:
+        """Rebuild groups from their last state records (this broker took their partition).
+
+        Offsets were loaded into classic placeholders (``classic_groups``); they move to the
+        streams groups. The topology is configured again against the topics; when their
+        partition counts hash as the records say, the group keeps its epoch. Every member
+        gets a fresh session (and a revocation deadline if it still has tasks to give up),
+        as in Kafka.
+        """
+        for group_id, records in states.items():
+            if ("", GROUP_METADATA) not in records:
+                continue  # deleted
+            try:
+                group, stored_hash = decode_group(group_id, records)
+            except (ValueError, KeyError, TypeError, IndexError) as e:
+                _log.error("streams group %s: unreadable state records skipped: %s", group_id, e)
+                continue
+            placeholder = classic_groups.pop(group_id, None)
+            if placeholder is not None:
+                group.offsets = placeholder.offsets
+            group.endpoint_epoch = group.group_epoch  # members ask again for older ones
+            if group.topology is not None and stored_hash:
+                configured = configure(group.topology, self._partition_counts())
+                if configured.task_counts is not None and stored_hash == metadata_hash(
+                    configured.source_partitions
+                ):
+                    group.configured = configured  # the same topics: no new group epoch
+            group.persisted = {"": encode_group(group)}
+            group.persisted.update(
+                (mid, encode_member(group, m)) for mid, m in group.members.items()
+            )
+            self.groups[group_id] = group
+            for m in group.members.values():
+                self._schedule(group, m, "session")
+                if m.state is MemberState.UNREVOKED_TASKS:
+                    self._schedule(group, m, "revocation")
 
     def shutdown(self) -> None:
         for group in self.groups.values():
@@ -617,3 +698,8 @@ def _overlaps(owned: Tasks, pending: Tasks) -> bool:
         for mine, theirs in zip(owned.kinds(), pending.kinds(), strict=False)
         for s, ps in mine.items()
     )
+
+
+def _ignore(code: int) -> None:
+    """A write fails when the partition's leadership moved: the group is unloaded then, and
+    the next coordinator replays what was written."""
