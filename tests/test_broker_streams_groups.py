@@ -17,11 +17,13 @@ from broker_helpers import WireClient
 from kafkagen.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest as ConsumerHbReq,
 )
+from kafkagen.generated import other_type
 from kafkagen.generated.delete_groups import DeleteGroupsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
 from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest as DescReq
 from kafkagen.generated.streams_group_heartbeat import StreamsGroupHeartbeatRequest as HbReq
+from kafkagen.oracle import KafkaOracle, compare, kafkagen_read
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.group.sticky_task_assignor import AssignorMember, Tasks, assign
@@ -385,7 +387,7 @@ def test_describe_list_and_commit(w: WireClient) -> None:
 
 
 def test_delete_groups_refuses_a_live_streams_group_and_deletes_an_empty_one(
-    w: WireClient,
+    cluster: BackgroundCluster, w: WireClient
 ) -> None:
     m = Member(w, "app-delete", _topology("app-delete"))
     _converge([m])
@@ -396,6 +398,13 @@ def test_delete_groups_refuses_a_live_streams_group_and_deletes_an_empty_one(
     assert done.results[0].error_code == 0
     gone = w.call(DESCRIBE, 1, DescReq(group_ids=["app-delete"]))
     assert gone.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    # Its records end in tombstones: a coordinator loading the partition finds no group.
+    written = [
+        (key, value)
+        for key, value in _records_of(cluster, 0)
+        if decode_state_key(key)[0] == "app-delete"  # type: ignore[index]
+    ]
+    assert written and _replayed(written) == {}
 
 
 def test_a_streams_group_id_is_not_a_consumer_group(w: WireClient) -> None:
@@ -418,11 +427,14 @@ def test_a_streams_group_id_is_not_a_consumer_group(w: WireClient) -> None:
 # -- the group's records and a coordinator that moves ------------------------------------
 
 
-def _records_of(cluster: KafkaCluster, node: int) -> list[tuple[bytes, bytes | None]]:
+def _records_of(
+    cluster: BackgroundCluster | KafkaCluster, node: int
+) -> list[tuple[bytes, bytes | None]]:
     """The streams-group records (key, value or None) in ``__consumer_offsets``-0 of
     ``node``, once its high watermark has caught up with its log end (all replicated)."""
 
     def read() -> list[tuple[bytes, bytes | None]] | None:
+        assert cluster.cluster is not None
         rm = cluster.cluster.brokers[node].replica_manager
         partition = rm.partitions[TopicPartition("__consumer_offsets", 0)]
         if partition.high_watermark < partition.log.log_end_offset:
@@ -443,6 +455,18 @@ def _records_of(cluster: KafkaCluster, node: int) -> list[tuple[bytes, bytes | N
             return list(records)
         time.sleep(0.05)
     raise AssertionError("the offsets topic's records were not replicated within 10 s")
+
+
+def _replayed(records: list[tuple[bytes, bytes | None]]) -> dict[tuple[str, int], bytes]:
+    """(member id, record type) -> the last value, as a coordinator replays the records."""
+    state: dict[tuple[str, int], bytes] = {}
+    for key, value in records:
+        _, member_id, record_type = decode_state_key(key)  # type: ignore[misc]
+        if value is None:
+            state.pop((member_id, record_type), None)
+        else:
+            state[member_id, record_type] = value
+    return state
 
 
 def _described(w: WireClient, group_id: str) -> dict[str, Any]:
@@ -481,15 +505,8 @@ def test_a_new_coordinator_rebuilds_the_streams_group_from_its_records(
         before = _described(w, "moving-app")
     records = _records_of(kafka_cluster, old)
     # The state as written decodes to the group the coordinator holds.
-    state: dict[tuple[str, int], bytes] = {}
-    for key, value in records:
-        group_id, member_id, record_type = decode_state_key(key)  # type: ignore[misc]
-        if value is None:
-            state.pop((member_id, record_type), None)
-        else:
-            state[member_id, record_type] = value
     assert any(v is None for _, v in records)  # c's tombstones
-    group, _ = decode_group("moving-app", state)
+    group, _ = decode_group("moving-app", _replayed(records))
     assert sorted(group.members) == sorted([a.member_id, b.member_id])
     assert {m.member_id: m.member_epoch for m in group.members.values()} == {
         a.member_id: a.epoch,
@@ -518,8 +535,7 @@ def test_a_new_coordinator_rebuilds_the_streams_group_from_its_records(
         assert len(a.active) == 8  # 4 partitions x 2 subtopologies
 
 
-def test_the_records_round_trip_a_group() -> None:
-    """Every field the coordinator keeps comes back from its records."""
+def _sample_group() -> StreamsGroup:
     topology = Topology(
         3,
         (
@@ -553,6 +569,13 @@ def test_the_records_round_trip_a_group() -> None:
         pending_revocation=Tasks({"1": {3}}, {}, {"0": {4}}),
     )
     group.target["m1"] = Tasks({"0": {0, 1, 2}}, {"1": {0}}, {"1": {1}})
+    return group
+
+
+def test_the_records_round_trip_a_group() -> None:
+    """Every field the coordinator keeps comes back from its records."""
+    group = _sample_group()
+    topology = group.topology
     records = {**encode_group(group), **encode_member(group, group.members["m1"])}
     state = {}
     for key, value in records.items():
@@ -568,3 +591,37 @@ def test_the_records_round_trip_a_group() -> None:
         getattr(group.members["m1"], f) for f in fields
     ]
     assert back.target == group.target
+
+
+@pytest.mark.slow
+def test_kafkas_group_coordinator_classes_read_the_records_as_written() -> None:
+    """Each key and value, without its two-byte record type or version, is read by Kafka
+    4.4's generated record classes to the same JSON form kafkagen reads, and Kafka writes
+    that form back to the same bytes."""
+    group = _sample_group()
+    records = {**encode_group(group), **encode_member(group, group.members["m1"])}
+    names = {
+        17: "StreamsGroupMetadata",
+        19: "StreamsGroupMemberMetadata",
+        20: "StreamsGroupTargetAssignmentMetadata",
+        21: "StreamsGroupTargetAssignmentMember",
+        22: "StreamsGroupCurrentMemberAssignment",
+        23: "StreamsGroupTopology",
+    }
+    items, classes = [], []
+    for key, value in records.items():
+        record_type = decode_state_key(key)[2]  # type: ignore[index]
+        items += [(record_type, "coordinator-key", 0, key[2:])]
+        items += [(record_type, "coordinator-value", 0, value[2:])]
+        classes += [
+            other_type(names[record_type] + "Key"),
+            other_type(names[record_type] + "Value"),
+        ]
+    with KafkaOracle(coordinator_records=True) as kafka:
+        theirs = kafka.read(items)
+        written = kafka.write([(a, k, 0, t.json) for (a, k, _, _), t in zip(items, theirs)])
+    assert len(theirs) == 12 and all(t.ok for t in theirs)
+    for cls, (_, _, version, data), kafka_read in zip(classes, items, theirs, strict=True):
+        ours = kafkagen_read(cls, version, data)
+        assert compare(ours, kafka_read) is None, (cls.__name__, kafka_read)
+    assert [w.data for w in written] == [data for *_, data in items]
