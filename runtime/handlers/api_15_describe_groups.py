@@ -2,7 +2,8 @@
 
 Member metadata and assignments are shown only for a Stable group, as Kafka does; an
 unknown group is described as Dead with no members, and from v6 (KIP-1043) also answers
-GROUP_ID_NOT_FOUND with a message. v7 (unstable, seed 001) pages the
+GROUP_ID_NOT_FOUND with a message. So is a group of another protocol (consumer, share,
+streams), whose message says it is not a classic group. v7 (unstable, seed 001) pages the
 members, sorted by id within each group (groups in request order); NextCursor names where
 the next page starts. A cursor at a member that has left resumes at the next member; a
 group listed twice, or a cursor whose group was not asked for, answers INVALID_REQUEST for
@@ -95,9 +96,14 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
             continue
         if group is None and ctx.api_version >= 6:
             d.error_code = ErrorCode.GROUP_ID_NOT_FOUND
-            # A share group's id is known, as Kafka says, but not as a classic group's.
-            shared = ctx.broker.share_groups.groups.get(group_id) is not None
-            d.error_message = f"Group {group_id} {_NOT_CLASSIC if shared else 'not found.'}"
+            # A share, consumer-protocol or streams group's id is known, as Kafka says,
+            # but not as a classic group's.
+            known = (
+                group_id in gc.consumer.groups
+                or group_id in gc.streams.groups
+                or ctx.broker.share_groups.groups.get(group_id) is not None
+            )
+            d.error_message = f"Group {group_id} {_NOT_CLASSIC if known else 'not found.'}"
         elif group is not None:
             stable = group.state is GroupState.STABLE
             d.group_state = group.state.value
