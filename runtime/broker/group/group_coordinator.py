@@ -3,8 +3,9 @@
 A broker coordinates the groups that hash onto the ``__consumer_offsets`` partitions it
 leads (`CoordinatorLog`). `GroupCoordinator` speaks the classic protocol
 (`_classic_protocol`) over the group model of `group_model`, holds the consumer-protocol
-groups (`consumer_group_manager`) and the committed offsets (`_offset_store`), and loads all
-three from a partition when it takes it over.
+groups (`consumer_group_manager`), the streams groups (`streams_group_manager`) and the
+committed offsets (`_offset_store`), and loads them all from a partition when it takes it
+over.
 """
 
 from __future__ import annotations
