@@ -3,6 +3,8 @@ a streams group; the answer carries the member's tasks when they changed, the st
 that hold its assignment back (missing topics, ...) and, when the member's copy is stale,
 which endpoint serves which partitions. The coordinator's streams-group manager does the
 work. A group id a classic or consumer-protocol group holds answers GROUP_ID_NOT_FOUND.
+While the protocol is off (`StreamsGroupManager.enabled`) every heartbeat answers
+UNSUPPORTED_VERSION with no message.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ def handle(ctx: RequestContext, request: StreamsGroupHeartbeatRequest) -> None:
         ctx.respond(R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, member_id=""))
         return
     gc = ctx.broker.group_coordinator
+    if not gc.streams.enabled():  # Kafka 4.4 answers so without a message
+        ctx.respond(R(error_code=ErrorCode.UNSUPPORTED_VERSION, member_id=""))
+        return
     try:
         if group_id in gc.groups or group_id in gc.consumer.groups:
             raise GroupIdNotFoundError(f"Group {group_id} is not a streams group.")

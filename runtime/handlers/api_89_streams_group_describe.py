@@ -3,7 +3,8 @@ groups, each member with its process, endpoint, current and target tasks.
 
 Groups come in request order; an unknown group, or one of another protocol, answers
 GROUP_ID_NOT_FOUND. Members come sorted by member id. v1 adds the assignor's name; the
-topology description of KIP-1331 is not kept, so it stays null (status 0).
+topology description of KIP-1331 is not kept, so it stays null (status 0). While the
+protocol is off (`StreamsGroupManager.enabled`) every group answers UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kafkagen.runtime.broker.group.sticky_task_assignor import Tasks, TaskSet
 from kafkagen.runtime.broker.group.streams_group import InternalTopic, Topology
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import (
+    ErrorCode,
     GroupAuthorizationFailedError,
     GroupIdNotFoundError,
     InvalidGroupIdError,
@@ -32,6 +34,13 @@ ASSIGNOR = "sticky"
 
 
 def handle(ctx: RequestContext, request: StreamsGroupDescribeRequest) -> None:
+    if not ctx.broker.group_coordinator.streams.enabled():  # every group, without a message
+        off = [
+            Described(error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=g)
+            for g in request.group_ids
+        ]
+        ctx.respond(R(groups=off))
+        return
     ctx.respond(
         R(
             groups=[

@@ -106,8 +106,12 @@ class StreamsGroupManager:
         return self.log.cfg(name)
 
     def enabled(self) -> bool:
+        """Served while ``group.coordinator.rebalance.protocols`` names ``streams`` and the
+        cluster has ``streams.version`` finalized at 1 or more; else the streams APIs answer
+        UNSUPPORTED_VERSION, though ApiVersions still lists them, as in Kafka 4.4."""
         value = self.log.configs.broker("group.coordinator.rebalance.protocols", self.log.node_id)
-        return isinstance(value, list) and "streams" in value
+        finalized = self.log.metadata.features.levels.get("streams.version", 0)
+        return isinstance(value, list) and "streams" in value and finalized >= 1
 
     # -- StreamsGroupHeartbeat --------------------------------------------------------
 
@@ -130,9 +134,8 @@ class StreamsGroupManager:
         client_id: str,
         client_host: str,
     ) -> HeartbeatResult:
-        """One heartbeat; raises the Kafka error the response must carry."""
-        if not self.enabled():
-            raise UnsupportedVersionError("the streams group protocol is not enabled")
+        """One heartbeat (the caller checked `enabled`); raises the Kafka error the response
+        must carry."""
         _validate(
             group_id,
             member_id,
