@@ -18,11 +18,14 @@ from kafkagen.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest as ConsumerHbReq,
 )
 from kafkagen.generated import other_type
+from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.delete_groups import DeleteGroupsRequest
+from kafkagen.generated.describe_groups import DescribeGroupsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
 from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest as DescReq
 from kafkagen.generated.streams_group_heartbeat import StreamsGroupHeartbeatRequest as HbReq
+from kafkagen.generated.update_features import UpdateFeaturesRequest
 from kafkagen.oracle import KafkaOracle, compare, kafkagen_read
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
@@ -625,3 +628,47 @@ def test_kafkas_group_coordinator_classes_read_the_records_as_written() -> None:
         ours = kafkagen_read(cls, version, data)
         assert compare(ours, kafka_read) is None, (cls.__name__, kafka_read)
     assert [w.data for w in written] == [data for *_, data in items]
+
+
+# -- DescribeGroups and streams.version (as a Kafka 4.4 node answered when probed) -------
+
+
+def test_describe_groups_calls_a_streams_group_not_classic(w: WireClient) -> None:
+    Member(w, "app-classic-view", _topology("app-classic-view")).heartbeat()
+    request = DescribeGroupsRequest(groups=["app-classic-view"])
+    (v5,) = w.call(15, 5, request).groups
+    assert (v5.error_code, v5.group_state, v5.protocol_type, v5.members) == (0, "Dead", "", [])
+    (v6,) = w.call(15, 6, request).groups
+    assert (v6.error_code, v6.error_message, v6.group_state) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Group app-classic-view is not a classic group.",
+        "Dead",
+    )
+
+
+def test_streams_apis_answer_unsupported_version_while_streams_version_is_0() -> None:
+    versions = ApiVersionsRequest(client_software_name="test", client_software_version="1")
+    U = UpdateFeaturesRequest
+
+    def set_level(w: WireClient, level: int) -> None:
+        upd = U.FeatureUpdateKey(
+            feature="streams.version", max_version_level=level, upgrade_type=1 if level else 2
+        )
+        assert w.call(57, 1, U(feature_updates=[upd])).error_code == 0
+
+    with BackgroundCluster(1, configs={"offsets.topic.num.partitions": "1"}) as c:
+        assert c.cluster is not None
+        md, gc = c.cluster.metadata, c.cluster.brokers[0].group_coordinator
+        c.call(lambda: (md.create_topic("words", 2, 1), gc.ensure_offsets_topic()))
+        with WireClient(c.bootstrap) as w:
+            set_level(w, 0)
+            served = {k.api_key for k in w.call(18, 3, versions).api_keys}
+            assert {HB, DESCRIBE} <= served  # still listed, as Kafka 4.4 lists them
+            member = Member(w, "app-off", _topology("app-off"))
+            r = member.heartbeat()
+            assert (r.error_code, r.error_message) == (ErrorCode.UNSUPPORTED_VERSION, None)
+            (d,) = w.call(DESCRIBE, 1, DescReq(group_ids=["app-off"])).groups
+            assert (d.error_code, d.error_message) == (ErrorCode.UNSUPPORTED_VERSION, None)
+            set_level(w, 1)
+            assert member.heartbeat().error_code == 0
+            assert member.epoch > 0
