@@ -672,3 +672,47 @@ def test_streams_apis_answer_unsupported_version_while_streams_version_is_0() ->
             set_level(w, 1)
             assert member.heartbeat().error_code == 0
             assert member.epoch > 0
+
+
+def test_a_static_member_keeps_its_tasks_while_it_is_away(w: WireClient) -> None:
+    """A leave at epoch -2 keeps the member, its epoch at -2, and its tasks (nobody else
+    gets them); a new member id joining with its instance id takes them over without a new
+    group epoch; Kafka 4.4's errors for a held and for a taken-over instance id."""
+    group, topology = "app-static", _topology("app-static")
+    a, b = Member(w, group, topology), Member(w, group, topology)
+    assert a.heartbeat(instance_id="inst-a").error_code == 0
+    assert b.heartbeat(instance_id="inst-b").error_code == 0
+    _converge([a, b])
+    _converge([a, b])
+    held, a_tasks = set(b.active), set(a.active)
+    assert held and a_tasks and not held & a_tasks
+    epoch = _described(w, group)["groupEpoch"]
+
+    assert b.heartbeat(member_epoch=-2, instance_id="inst-b").error_code == 0
+    away = _described(w, group)
+    assert away["groupEpoch"] == epoch
+    (gone,) = [m for m in away["members"] if m["instanceId"] == "inst-b"]
+    assert gone["memberEpoch"] == -2
+    active = gone["assignment"]["activeTasks"]
+    assert {(t["subtopologyId"], p) for t in active for p in t["partitions"]} == held
+    for _ in range(3):
+        assert a.heartbeat().error_code == 0
+    assert a.active == a_tasks
+
+    back = Member(w, group, topology)
+    back.process_id = b.process_id
+    r = back.heartbeat(instance_id="inst-b")
+    assert r.error_code == 0 and back.active == held and r.member_epoch > 0
+    now = _described(w, group)
+    assert now["groupEpoch"] == epoch
+    assert sorted(m["memberId"] for m in now["members"]) == sorted([a.member_id, back.member_id])
+
+    r = b.heartbeat(member_epoch=back.epoch, instance_id="inst-b")
+    assert (r.error_code, r.error_message) == (
+        ErrorCode.FENCED_INSTANCE_ID,
+        f"Static member {b.member_id} with instance id inst-b was fenced by member "
+        f"{back.member_id}.",
+    )
+    r = Member(w, group, topology).heartbeat(instance_id="inst-a")
+    assert r.error_code == ErrorCode.UNRELEASED_INSTANCE_ID
+    assert f"the instance id is owned by {a.member_id} member." in r.error_message

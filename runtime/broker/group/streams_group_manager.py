@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkagen.runtime.errors import (
+    FencedInstanceIdError,
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
@@ -35,12 +36,12 @@ from kafkagen.runtime.errors import (
     StaleMemberEpochError,
     StreamsInvalidTopologyError,
     UnknownMemberIdError,
+    UnreleasedInstanceIdError,
     UnsupportedVersionError,
 )
 from kafkagen.runtime.purgatory import DelayedOperationPurgatory
-from kafkagen.runtime.timer import Timer
-
 from kafkagen.runtime.records import Record
+from kafkagen.runtime.timer import Timer
 
 from ..coordinator.coordinator_log import CoordinatorLog
 from ..sorted_keys import SortedKeysDict
@@ -151,7 +152,16 @@ class StreamsGroupManager:
             group = self.groups.get(group_id)
             if group is None:
                 raise GroupIdNotFoundError(f"Streams group {group_id} not found.")
-            self._remove(group, _member(group, member_id), "left the group")
+            member = _member(group, member_id)
+            if member_epoch == STATIC_LEAVE_EPOCH:
+                # Its tasks stay its own for a session, for its instance id to come back to.
+                _log.info("streams group %s: static member %s left", group_id, member_id)
+                member.member_epoch = STATIC_LEAVE_EPOCH
+                self._cancel(member, "revocation")
+                self._schedule(group, member, "session")
+                self._persist(group)
+            else:
+                self._remove(group, member, "left the group")
             return self._result(group, None, member_id, member_epoch, endpoint_epoch, False)
         group = self.groups.get(group_id)
         if group is None:
@@ -160,6 +170,9 @@ class StreamsGroupManager:
             group = self.groups[group_id] = StreamsGroup(group_id)
             delay = self._cfg("group.streams.initial.rebalance.delay.ms")
             group.assign_after_ms = self.log.now_ms() + delay if delay > 0 else 0
+        taken_over = instance_id is not None and self._claim_instance(
+            group, member_id, member_epoch, instance_id
+        )
         member = group.members.get(member_id)
         is_new = member is None
         if member is None:
@@ -173,7 +186,7 @@ class StreamsGroupManager:
                 )
         else:
             _check_epoch(member, member_epoch, owned)
-            if member_epoch == 0:  # it rejoins having dropped its tasks: it starts over
+            if member_epoch == 0 and not taken_over:  # it dropped its tasks: it starts over
                 member.assigned, member.pending_revocation = Tasks(), Tasks()
                 member.state, member.member_epoch = MemberState.STABLE, 0
                 self._cancel(member, "revocation")
@@ -238,6 +251,45 @@ class StreamsGroupManager:
         # A joining member learns the endpoints whatever epoch it names.
         seen = -1 if member_epoch == 0 else endpoint_epoch
         return self._result(group, member, member_id, member.member_epoch, seen, send, statuses)
+
+    def _claim_instance(
+        self, group: StreamsGroup, member_id: str, member_epoch: int, instance_id: str
+    ) -> bool:
+        """Check a static member's instance id against the member holding it, if another;
+        True if ``member_id`` took over that member's place.
+
+        A join (epoch 0) takes over a member that left at epoch -2: its tasks, target and
+        records move to the new member id, without a new group epoch. A member holding the
+        id that has not left answers UNRELEASED_INSTANCE_ID; a heartbeat from a member id
+        that another took over answers FENCED_INSTANCE_ID.
+        """
+        holder = next((m for m in group.members.values() if m.instance_id == instance_id), None)
+        if holder is None or holder.member_id == member_id:
+            return False
+        if member_epoch != 0:
+            raise FencedInstanceIdError(
+                f"Static member {member_id} with instance id {instance_id} was fenced by "
+                f"member {holder.member_id}."
+            )
+        if holder.member_epoch != STATIC_LEAVE_EPOCH:
+            raise UnreleasedInstanceIdError(
+                f"Static member {member_id} with instance id {instance_id} cannot join the "
+                f"group because the instance id is owned by {holder.member_id} member."
+            )
+        _log.info(
+            "streams group %s: member %s takes over static member %s",
+            group.group_id,
+            member_id,
+            holder.member_id,
+        )
+        self._cancel(holder, "session")
+        del group.members[holder.member_id]
+        target = group.target.pop(holder.member_id, None)
+        holder.member_id, holder.member_epoch = member_id, 0
+        group.members[member_id] = holder
+        if target is not None:
+            group.target[member_id] = target
+        return True
 
     def _result(
         self,
