@@ -286,3 +286,77 @@ async def st_streams_version_off(s: Session) -> None:
         await s.call(StreamsGroupDescribeRequest(group_ids=[g]), node=node)
     finally:
         await _set_streams_version(s, 1, node)
+
+
+# ---------------------------------------------------------------- static members
+
+INSTANCE = "streams-instance-1"
+
+
+async def _static_joined(s: Session, group: str) -> tuple[Any, int, str]:
+    """A static member (instance id ``INSTANCE``) alone in ``group`` on a new source topic
+    (not recorded): its join's answer, the coordinator and the topic."""
+    source = await s.create_topic(partitions=2)
+    node = await s.coordinator(group)
+    r = await s.setup(_join(group, _topology(s, source), instance_id=INSTANCE), node=node)
+    return r, node, source
+
+
+def _rejoin(s: Session, group: str, source: str) -> Any:
+    """Another member id joining with ``INSTANCE``."""
+    return _join(group, _topology(s, source), member=OTHER, instance_id=INSTANCE)
+
+
+def _who(data: Any) -> Any:
+    """A describe cut to who is in the group at which epoch: the group and member epochs
+    otherwise depend on when the internal topics and the initial delay let it assign."""
+    return [
+        sorted((m["memberId"], m["instanceId"], m["memberEpoch"] == -2) for m in g["members"])
+        for g in data["groups"]
+    ]
+
+
+def _joined_as(data: Any) -> Any:
+    """A join's answer cut to its error and member id (see `_who`)."""
+    return {k: data[k] for k in ("errorCode", "errorMessage", "memberId")}
+
+
+@scenario("StreamsGroupHeartbeat", "static-leave", "a static member leaves at epoch -2")
+async def st_static_leave(s: Session) -> None:
+    g = s.name("g")
+    _, node, _ = await _static_joined(s, g)
+    await s.call(_beat(g, -2, instance_id=INSTANCE), node=node)
+    await s.call(StreamsGroupDescribeRequest(group_ids=[g]), node=node, keep=_who)
+
+
+@scenario(
+    "StreamsGroupHeartbeat",
+    "static-rejoin",
+    "a new member id joins with the instance id of a member that left at -2",
+)
+async def st_static_rejoin(s: Session) -> None:
+    g = s.name("g")
+    _, node, source = await _static_joined(s, g)
+    await s.setup(_beat(g, -2, instance_id=INSTANCE), node=node)
+    await s.call(_rejoin(s, g, source), node=node, keep=_joined_as)
+    await s.call(StreamsGroupDescribeRequest(group_ids=[g]), node=node, keep=_who)
+
+
+@scenario("StreamsGroupHeartbeat", "instance-id-held", "a join with a present member's instance id")
+async def st_instance_held(s: Session) -> None:
+    g = s.name("g")
+    _, node, source = await _static_joined(s, g)
+    await s.call(_rejoin(s, g, source), node=node)
+
+
+@scenario(
+    "StreamsGroupHeartbeat",
+    "instance-id-fenced",
+    "a heartbeat from the member whose instance id a new member took over",
+)
+async def st_instance_fenced(s: Session) -> None:
+    g = s.name("g")
+    r, node, source = await _static_joined(s, g)
+    await s.setup(_beat(g, -2, instance_id=INSTANCE), node=node)
+    await s.setup(_rejoin(s, g, source), node=node)
+    await s.call(_beat(g, r.member_epoch, instance_id=INSTANCE), node=node)
