@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -192,10 +192,13 @@ _MEMBER_STATES = {v: k for k, v in _MEMBER_STATE_IDS.items()}
 StateRecords = dict[tuple[str, int], bytes]
 
 
-def decode_state_key(key: bytes) -> tuple[str, str, int] | None:
-    """(group id, member id or "", record type) of a KIP-848 group's record key; None for
-    any other record type. Raises ValueError if the key does not decode."""
-    k = record_format.decode_key(key, _KEY_TYPES)
+def decode_state_key(
+    key: bytes, key_types: Mapping[int, type[Message]] = _KEY_TYPES
+) -> tuple[str, str, int] | None:
+    """(group id, member id or "", record type) of a KIP-848 group's record key (or of
+    the record types in ``key_types``: the streams groups'); None for any other record
+    type. Raises ValueError if the key does not decode."""
+    k = record_format.decode_key(key, key_types)
     if k is None:
         return None
     assert k.API_KEY is not None

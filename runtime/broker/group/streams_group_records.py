@@ -54,6 +54,7 @@ from kafkagen.generated.streams_group_topology_value import StreamsGroupTopology
 from kafkagen.runtime.message import Message
 
 from ..coordinator import record_format
+from . import consumer_group
 from .sticky_task_assignor import Tasks, TaskSet
 from .streams_group import (
     InternalTopic,
@@ -95,7 +96,7 @@ _STATE_IDS = {
 _STATES = {v: k for k, v in _STATE_IDS.items()}
 
 #: (member id or "" for the group's records, record type) -> a record's value.
-StreamsStateRecords = dict[tuple[str, int], bytes]
+StreamsStateRecords = consumer_group.StateRecords
 
 M = TypeVar("M", bound=Message)
 
@@ -103,11 +104,7 @@ M = TypeVar("M", bound=Message)
 def decode_state_key(key: bytes) -> tuple[str, str, int] | None:
     """(group id, member id or "", record type) of a streams group's record key; None for
     any other record type. Raises ValueError if the key does not decode."""
-    k = record_format.decode_key(key, _KEY_TYPES)
-    if k is None:
-        return None
-    assert k.API_KEY is not None
-    return k.group_id, getattr(k, "member_id", ""), k.API_KEY  # type: ignore[attr-defined]
+    return consumer_group.decode_state_key(key, _KEY_TYPES)
 
 
 def metadata_hash(partitions: Mapping[str, int]) -> int:
