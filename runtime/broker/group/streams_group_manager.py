@@ -152,16 +152,16 @@ class StreamsGroupManager:
             group = self.groups.get(group_id)
             if group is None:
                 raise GroupIdNotFoundError(f"Streams group {group_id} not found.")
-            member = _member(group, member_id)
+            leaving = _member(group, member_id)
             if member_epoch == STATIC_LEAVE_EPOCH:
                 # Its tasks stay its own for a session, for its instance id to come back to.
                 _log.info("streams group %s: static member %s left", group_id, member_id)
-                member.member_epoch = STATIC_LEAVE_EPOCH
-                self._cancel(member, "revocation")
-                self._schedule(group, member, "session")
+                leaving.member_epoch = STATIC_LEAVE_EPOCH
+                self._cancel(leaving, "revocation")
+                self._schedule(group, leaving, "session")
                 self._persist(group)
             else:
-                self._remove(group, member, "left the group")
+                self._remove(group, leaving, "left the group")
             return self._result(group, None, member_id, member_epoch, endpoint_epoch, False)
         group = self.groups.get(group_id)
         if group is None:
