@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 from broker_helpers import WireClient
+from kafkagen.generated import other_type
+from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest as ConsumerHbReq,
 )
-from kafkagen.generated import other_type
-from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.delete_groups import DeleteGroupsRequest
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
@@ -30,12 +30,6 @@ from kafkagen.oracle import KafkaOracle, compare, kafkagen_read
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.group.sticky_task_assignor import AssignorMember, Tasks, assign
-from kafkagen.runtime.broker.group.streams_group_records import (
-    decode_group,
-    decode_state_key,
-    encode_group,
-    encode_member,
-)
 from kafkagen.runtime.broker.group.streams_group import (
     InternalTopic,
     MemberState,
@@ -45,6 +39,12 @@ from kafkagen.runtime.broker.group.streams_group import (
     Subtopology,
     Topology,
     configure,
+)
+from kafkagen.runtime.broker.group.streams_group_records import (
+    decode_group,
+    decode_state_key,
+    encode_group,
+    encode_member,
 )
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import iter_batches
@@ -622,7 +622,9 @@ def test_kafkas_group_coordinator_classes_read_the_records_as_written() -> None:
         ]
     with KafkaOracle(coordinator_records=True) as kafka:
         theirs = kafka.read(items)
-        written = kafka.write([(a, k, 0, t.json) for (a, k, _, _), t in zip(items, theirs)])
+        written = kafka.write(
+            [(a, k, 0, t.json) for (a, k, _, _), t in zip(items, theirs, strict=True)]
+        )
     assert len(theirs) == 12 and all(t.ok for t in theirs)
     for cls, (_, _, version, data), kafka_read in zip(classes, items, theirs, strict=True):
         ours = kafkagen_read(cls, version, data)
@@ -674,10 +676,29 @@ def test_streams_apis_answer_unsupported_version_while_streams_version_is_0() ->
             assert member.epoch > 0
 
 
-def test_a_static_member_keeps_its_tasks_while_it_is_away(w: WireClient) -> None:
+@pytest.fixture()
+def patient() -> Iterator[WireClient]:
+    """A broker of its own whose sessions (60 s) outlast any pause of a loaded machine."""
+    with BackgroundCluster(
+        1,
+        configs={
+            "offsets.topic.num.partitions": "1",
+            "group.streams.session.timeout.ms": "60000",
+            "group.streams.initial.rebalance.delay.ms": "0",
+        },
+    ) as c:
+        assert c.cluster is not None
+        md, gc = c.cluster.metadata, c.cluster.brokers[0].group_coordinator
+        c.call(lambda: (md.create_topic("words", 4, 1), gc.ensure_offsets_topic()))
+        with WireClient(c.bootstrap) as client:
+            yield client
+
+
+def test_a_static_member_keeps_its_tasks_while_it_is_away(patient: WireClient) -> None:
     """A leave at epoch -2 keeps the member, its epoch at -2, and its tasks (nobody else
     gets them); a new member id joining with its instance id takes them over without a new
     group epoch; Kafka 4.4's errors for a held and for a taken-over instance id."""
+    w = patient
     group, topology = "app-static", _topology("app-static")
     a, b = Member(w, group, topology), Member(w, group, topology)
     assert a.heartbeat(instance_id="inst-a").error_code == 0
@@ -716,3 +737,20 @@ def test_a_static_member_keeps_its_tasks_while_it_is_away(w: WireClient) -> None
     r = Member(w, group, topology).heartbeat(instance_id="inst-a")
     assert r.error_code == ErrorCode.UNRELEASED_INSTANCE_ID
     assert f"the instance id is owned by {a.member_id} member." in r.error_message
+
+
+def test_a_static_member_that_stays_away_loses_its_tasks_with_its_session(
+    w: WireClient,
+) -> None:
+    group, topology = "app-static-gone", _topology("app-static-gone")
+    a, b = Member(w, group, topology), Member(w, group, topology)
+    assert b.heartbeat(instance_id="inst-b").error_code == 0
+    _converge([a, b])
+    _converge([a, b])
+    assert b.heartbeat(member_epoch=-2, instance_id="inst-b").error_code == 0
+    deadline = time.monotonic() + SESSION_MS / 1000 * 4
+    while time.monotonic() < deadline and len(a.active) < 8:
+        time.sleep(0.2)
+        assert a.heartbeat().error_code == 0
+    assert len(a.active) == 8
+    assert [m["memberId"] for m in _described(w, group)["members"]] == [a.member_id]
