@@ -25,6 +25,9 @@ from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
 from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest as DescReq
 from kafkagen.generated.streams_group_heartbeat import StreamsGroupHeartbeatRequest as HbReq
+from kafkagen.generated.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateRequest as TopologyUpdate,
+)
 from kafkagen.generated.update_features import UpdateFeaturesRequest
 from kafkagen.oracle import KafkaOracle, compare, kafkagen_read
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
@@ -47,11 +50,12 @@ from kafkagen.runtime.broker.group.streams_group_records import (
     encode_member,
 )
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.handlers.api_93_streams_group_topology_description_update import NO_PLUGIN
 from kafkagen.runtime.records import iter_batches
 from kafkagen.runtime.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.timeout(120)
-HB, DESCRIBE, LIST, COMMIT, DELETE = 88, 89, 16, 8, 42
+HB, DESCRIBE, LIST, COMMIT, DELETE, TOPOLOGY_UPDATE = 88, 89, 16, 8, 42, 93
 SESSION_MS = 1500
 
 # -- the assignor ---------------------------------------------------------------------
@@ -389,6 +393,31 @@ def test_describe_list_and_commit(w: WireClient) -> None:
     assert stale.topics[0].partitions[0].error_code == ErrorCode.STALE_MEMBER_EPOCH
 
 
+def _describe_update(group: str, member: str) -> TopologyUpdate:
+    return TopologyUpdate(
+        group_id=group,
+        member_id=member,
+        topology_epoch=0,
+        topology_description=TopologyUpdate.TopologyDescription(subtopologies=[], global_stores=[]),
+    )
+
+
+def test_topology_descriptions_are_not_kept_as_on_kafka_without_a_plugin(w: WireClient) -> None:
+    m = Member(w, "app-description", _topology("app-description"))
+    _converge([m])
+    r = w.call(TOPOLOGY_UPDATE, 0, _describe_update("app-description", m.member_id))
+    assert (r.error_code, r.error_message) == (ErrorCode.UNSUPPORTED_VERSION, NO_PLUGIN)
+    asked, unasked = (
+        w.call(
+            DESCRIBE, 1, DescReq(group_ids=["app-description"], include_topology_description=x)
+        ).groups[0]
+        for x in (True, False)
+    )
+    assert asked.topology_description is None and asked.topology_description_status == 1
+    assert unasked.topology_description is None and unasked.topology_description_status == 0
+    assert m.heartbeat().error_code == 0  # the member is untouched
+
+
 def test_delete_groups_refuses_a_live_streams_group_and_deletes_an_empty_one(
     cluster: BackgroundCluster, w: WireClient
 ) -> None:
@@ -671,6 +700,8 @@ def test_streams_apis_answer_unsupported_version_while_streams_version_is_0() ->
             assert (r.error_code, r.error_message) == (ErrorCode.UNSUPPORTED_VERSION, None)
             (d,) = w.call(DESCRIBE, 1, DescReq(group_ids=["app-off"])).groups
             assert (d.error_code, d.error_message) == (ErrorCode.UNSUPPORTED_VERSION, None)
+            u = w.call(TOPOLOGY_UPDATE, 0, _describe_update("app-off", member.member_id))
+            assert (u.error_code, u.error_message) == (ErrorCode.UNSUPPORTED_VERSION, None)
             set_level(w, 1)
             assert member.heartbeat().error_code == 0
             assert member.epoch > 0

@@ -3,7 +3,8 @@ groups, each member with its process, endpoint, current and target tasks.
 
 Groups come in request order; an unknown group, or one of another protocol, answers
 GROUP_ID_NOT_FOUND. Members come sorted by member id. v1 adds the assignor's name; the
-topology description of KIP-1331 is not kept, so it stays null (status 0). While the
+topology description of KIP-1331 is not kept (see API 93), so it stays null, with the
+status NOT_STORED when it was asked for. While the
 protocol is off (`StreamsGroupManager.enabled`) every group answers UNSUPPORTED_VERSION.
 """
 
@@ -31,6 +32,9 @@ R = StreamsGroupDescribeResponse
 Described = StreamsGroupDescribeResponse.DescribedGroup
 #: The only task assignor served.
 ASSIGNOR = "sticky"
+#: The description status of a group whose description is not kept: asked for, a
+#: described group answers so (Kafka 4.4.0 without a description plugin does too).
+NOT_STORED = 1
 
 
 def handle(ctx: RequestContext, request: StreamsGroupDescribeRequest) -> None:
@@ -44,13 +48,21 @@ def handle(ctx: RequestContext, request: StreamsGroupDescribeRequest) -> None:
     ctx.respond(
         R(
             groups=[
-                _describe(ctx, g, request.include_authorized_operations) for g in request.group_ids
+                _describe(
+                    ctx,
+                    g,
+                    request.include_authorized_operations,
+                    request.include_topology_description,
+                )
+                for g in request.group_ids
             ]
         )
     )
 
 
-def _describe(ctx: RequestContext, group_id: str, want_ops: bool) -> Described:
+def _describe(
+    ctx: RequestContext, group_id: str, want_ops: bool, want_description: bool
+) -> Described:
     ops = ctx.authorized_operations(ResourceType.GROUP, group_id) if want_ops else NOT_REQUESTED
     d = Described(error_code=0, group_id=group_id, authorized_operations=ops)
     if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
@@ -75,6 +87,8 @@ def _describe(ctx: RequestContext, group_id: str, want_ops: bool) -> Described:
     d.topology = None if group.topology is None else _topology(group.topology)
     if ctx.api_version >= 1:
         d.assignor_name = ASSIGNOR
+        if want_description:
+            d.topology_description_status = NOT_STORED
     d.members = [
         R.Member(
             member_id=m.member_id,

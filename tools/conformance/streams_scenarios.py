@@ -13,6 +13,9 @@ from kafkagen.generated.describe_groups import DescribeGroupsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest
 from kafkagen.generated.streams_group_heartbeat import StreamsGroupHeartbeatRequest
+from kafkagen.generated.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateRequest,
+)
 from kafkagen.generated.update_features import UpdateFeaturesRequest
 
 from .core import Session, SetupError, scenario
@@ -360,3 +363,103 @@ async def st_instance_fenced(s: Session) -> None:
     await s.setup(_beat(g, -2, instance_id=INSTANCE), node=node)
     await s.setup(_rejoin(s, g, source), node=node)
     await s.call(_beat(g, r.member_epoch, instance_id=INSTANCE), node=node)
+
+
+# ---------------------------------------------------------------- topology descriptions
+
+TD = StreamsGroupTopologyDescriptionUpdateRequest
+
+
+def _description(s: Session, source: str) -> Any:
+    """What word count's first subtopology looks like to a Streams client: a source node
+    reading ``source`` and a sink writing the repartition topic."""
+    node = TD.TopologyDescriptionNode
+    return TD.TopologyDescription(
+        subtopologies=[
+            TD.TopologyDescriptionSubtopology(
+                subtopology_id="0",
+                nodes=[
+                    node(
+                        name="KSTREAM-SOURCE-0",
+                        node_type=0,
+                        source_topics=[source],
+                        stores=[],
+                        successors=["KSTREAM-SINK-1"],
+                    ),
+                    node(
+                        name="KSTREAM-SINK-1",
+                        node_type=2,
+                        source_topics=[],
+                        sink_topic=s.name("rep"),
+                        stores=[],
+                        successors=[],
+                    ),
+                ],
+            )
+        ],
+        global_stores=[],
+    )
+
+
+def _update(s: Session, group: str, member: str, epoch: int, source: str) -> Any:
+    return TD(
+        group_id=group,
+        member_id=member,
+        topology_epoch=epoch,
+        topology_description=_description(s, source),
+    )
+
+
+def _describe_with_description(group: str) -> Any:
+    return StreamsGroupDescribeRequest(group_ids=[group], include_topology_description=True)
+
+
+@scenario(
+    "StreamsGroupTopologyDescriptionUpdate",
+    "member",
+    "a member sends its topology's description; a describe asking for it follows",
+)
+async def st_description_member(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    node = await s.coordinator(g)
+    await _joined(s, g, t)
+
+    def description(data: Any) -> Any:
+        """Only the description and its status: the rest is the describe scenarios'."""
+        keep = ("errorCode", "topologyDescription", "topologyDescriptionStatus")
+        data["groups"] = [{k: x[k] for k in keep} for x in data["groups"]]
+        return data
+
+    await s.call(_describe_with_description(g), node=node, keep=description)
+    await s.call(_update(s, g, MEMBER, 0, t), node=node)
+    await s.call(_describe_with_description(g), node=node, keep=description)
+
+
+@scenario("StreamsGroupTopologyDescriptionUpdate", "unknown-group", "a group that does not exist")
+async def st_description_unknown_group(s: Session) -> None:
+    g = s.name("g")
+    await s.call(_update(s, g, MEMBER, 0, s.name("t")), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupTopologyDescriptionUpdate", "unknown-member", "a member the group never saw")
+async def st_description_unknown_member(s: Session) -> None:
+    g = s.name("g")
+    await _joined(s, g)
+    await s.call(_update(s, g, OTHER, 0, s.name("t")), node=await s.coordinator(g))
+
+
+@scenario(
+    "StreamsGroupTopologyDescriptionUpdate",
+    "other-epoch",
+    "a description of a topology epoch the group does not have",
+)
+async def st_description_other_epoch(s: Session) -> None:
+    g = s.name("g")
+    await _joined(s, g)
+    await s.call(_update(s, g, MEMBER, 7, s.name("t")), node=await s.coordinator(g))
+
+
+@scenario("StreamsGroupTopologyDescriptionUpdate", "empty-group-id", "an empty group id")
+async def st_description_empty_group(s: Session) -> None:
+    await s.call(_update(s, "", MEMBER, 0, s.name("t")), node=None)
