@@ -113,7 +113,7 @@ def profile_once(records: int, python_records: bool, save: Path | None, say: Any
         try:
             bench_kafka._wait_metadata(port, 3, time.monotonic(), proc)
             bootstrap = ",".join(f"127.0.0.1:{port + i}" for i in range(3))
-            bench_kafka._create_topic(bootstrap)
+            bench_kafka._create_topic(bootstrap, replicas=3)
             say(f"{label}: producing {records} records twice, then consuming them ...")
             rates = {
                 "produce acks=1": bench_kafka.produce_confluent(bootstrap, records, "1")[0],
