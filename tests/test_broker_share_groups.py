@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 from broker_helpers import WireClient
+from kafkagen.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest
 from kafkagen.generated.metadata import MetadataRequest
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.generated.share_fetch import ShareFetchRequest
+from kafkagen.generated.share_group_describe import ShareGroupDescribeRequest
 from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafkagen.generated.update_features import UpdateFeaturesRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster
@@ -191,28 +193,58 @@ def test_the_start_offset_moves_past_finished_records_only() -> None:
 VERSIONS = ApiVersionsRequest(client_software_name="test", client_software_version="1")
 
 
-def test_the_share_apis_are_advertised_while_share_version_is_finalized() -> None:
+def test_share_apis_stay_listed_and_answer_unsupported_version_while_share_version_is_0() -> None:
+    """As Kafka 4.4 answers with the feature at 0: still listed; the group APIs, fetches and
+    acknowledgements refused without a message, the offsets admin APIs with one."""
     with BackgroundCluster(1) as c:
         with WireClient(c.bootstrap) as w:
-            keys = {
-                k.api_key: (k.min_version, k.max_version) for k in w.call(18, 3, VERSIONS).api_keys
-            }
-            assert [keys.get(k) for k in (76, 77, 78, 79)] == [(1, 1), (1, 1), (1, 2), (1, 2)]
+
+            def listed() -> dict[int, tuple[int, int]]:
+                versions = w.call(18, 3, VERSIONS).api_keys
+                return {k.api_key: (k.min_version, k.max_version) for k in versions}
+
+            served = [(1, 1), (1, 1), (1, 2), (1, 2)]
+            assert [listed().get(k) for k in (76, 77, 78, 79)] == served
             U = UpdateFeaturesRequest
-            r = w.call(
-                57,
+
+            def set_level(level: int) -> None:
+                update = U.FeatureUpdateKey(
+                    feature="share.version", max_version_level=level, upgrade_type=1 if level else 2
+                )
+                assert w.call(57, 1, U(feature_updates=[update])).error_code == 0
+
+            set_level(0)
+            assert [listed().get(k) for k in (76, 77, 78, 79)] == served
+            member = "m-off-0000000000000001"
+            beat = w.call(
+                76,
                 1,
-                U(
-                    feature_updates=[
-                        U.FeatureUpdateKey(
-                            feature="share.version", max_version_level=0, upgrade_type=2
-                        )
-                    ]
+                ShareGroupHeartbeatRequest(
+                    group_id="off", member_id=member, member_epoch=0, subscribed_topic_names=["t"]
                 ),
             )
-            assert r.error_code == 0
-            keys = {k.api_key for k in w.call(18, 3, VERSIONS).api_keys}
-            assert keys & {76, 77, 78, 79} == set() and 68 in keys
+            assert (beat.error_code, beat.error_message) == (ErrorCode.UNSUPPORTED_VERSION, None)
+            (described,) = w.call(77, 1, ShareGroupDescribeRequest(group_ids=["off"])).groups
+            assert (described.error_code, described.error_message) == (35, None)
+            fetch = w.call(
+                78,
+                1,
+                ShareFetchRequest(
+                    group_id="off", member_id=member, share_session_epoch=0, topics=[]
+                ),
+            )
+            assert (fetch.error_code, fetch.error_message) == (35, None)
+            alter = w.call(91, 0, AlterShareGroupOffsetsRequest(group_id="off", topics=[]))
+            assert alter.error_code == 35 and alter.error_message
+            set_level(1)
+            beat = w.call(
+                76,
+                1,
+                ShareGroupHeartbeatRequest(
+                    group_id="off", member_id=member, member_epoch=0, subscribed_topic_names=["t"]
+                ),
+            )
+            assert beat.error_code != ErrorCode.UNSUPPORTED_VERSION
 
 
 def test_acknowledged_records_stay_done_across_a_restart(tmp_path: Any) -> None:

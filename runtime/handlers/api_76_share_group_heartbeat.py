@@ -20,6 +20,9 @@ R = ShareGroupHeartbeatResponse
 
 def handle(ctx: RequestContext, request: ShareGroupHeartbeatRequest) -> None:
     group_id = request.group_id
+    if not ctx.broker.share_groups.enabled():  # share.version 0: as Kafka 4.4, no message
+        ctx.respond(R(error_code=ErrorCode.UNSUPPORTED_VERSION, member_id=None))
+        return
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, group_id):
         ctx.respond(R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, member_id=None))
         return

@@ -12,7 +12,12 @@ from kafkagen.generated.share_group_describe import (
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.share.share_group import ASSIGNOR
-from kafkagen.runtime.errors import GroupAuthorizationFailedError, GroupIdNotFoundError, KafkaError
+from kafkagen.runtime.errors import (
+    GroupAuthorizationFailedError,
+    GroupIdNotFoundError,
+    KafkaError,
+    UnsupportedVersionError,
+)
 from kafkagen.runtime.handlers._util import NOT_REQUESTED
 
 API_KEY = 77
@@ -21,6 +26,13 @@ Described = ShareGroupDescribeResponse.DescribedGroup
 
 
 def handle(ctx: RequestContext, request: ShareGroupDescribeRequest) -> None:
+    if not ctx.broker.share_groups.enabled():  # share.version 0: as Kafka 4.4, no message
+        off = [
+            Described(error_code=UnsupportedVersionError.code, group_id=g)
+            for g in request.group_ids
+        ]
+        ctx.respond(R(groups=off))
+        return
     md = ctx.broker.metadata
     out = []
     for group_id in request.group_ids:

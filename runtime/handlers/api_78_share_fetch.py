@@ -32,6 +32,9 @@ def handle(ctx: RequestContext, request: ShareFetchRequest) -> None:
         # As Kafka: a request's error comes without message or lock duration.
         ctx.respond(R(error_code=code))
 
+    if not ctx.broker.share_groups.enabled():  # share.version 0, as Kafka 4.4
+        fail(ErrorCode.UNSUPPORTED_VERSION)
+        return
     if not request.group_id or not request.member_id:
         fail(ErrorCode.INVALID_REQUEST)
         return

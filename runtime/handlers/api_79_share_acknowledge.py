@@ -20,6 +20,9 @@ def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> None:
     manager = ctx.broker.share_partitions
     lock_ms = manager.lock_duration_ms(request.group_id or "")
     # As Kafka: a request's error comes without message or lock duration.
+    if not ctx.broker.share_groups.enabled():  # share.version 0, as Kafka 4.4
+        ctx.respond(R(error_code=ErrorCode.UNSUPPORTED_VERSION))
+        return
     if not request.group_id or not request.member_id:
         ctx.respond(R(error_code=ErrorCode.INVALID_REQUEST))
         return

@@ -18,7 +18,11 @@ from kafkagen.generated.describe_share_group_offsets import (
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.share.share_partition import PartitionState
-from kafkagen.runtime.errors import GroupAuthorizationFailedError, KafkaError
+from kafkagen.runtime.errors import (
+    GroupAuthorizationFailedError,
+    KafkaError,
+    UnsupportedVersionError,
+)
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicDenied
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -28,6 +32,15 @@ _NO_TOPIC = uuid.UUID(int=0)
 
 
 def handle(ctx: RequestContext, request: DescribeShareGroupOffsetsRequest) -> None:
+    if not ctx.broker.share_groups.enabled():  # share.version 0: as Kafka 4.4, no message
+        off = [
+            R.DescribeShareGroupOffsetsResponseGroup(
+                group_id=g.group_id, topics=[], error_code=UnsupportedVersionError.code
+            )
+            for g in request.groups
+        ]
+        ctx.respond(R(groups=off))
+        return
     ctx.respond(R(groups=[_group(ctx, g) for g in request.groups]))
 
 

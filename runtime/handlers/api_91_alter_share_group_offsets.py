@@ -24,6 +24,7 @@ from kafkagen.runtime.errors import (
     KafkaError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
 )
 from kafkagen.runtime.message import KeyedList
 
@@ -33,6 +34,10 @@ R = AlterShareGroupOffsetsResponse
 
 def handle(ctx: RequestContext, request: AlterShareGroupOffsetsRequest) -> None:
     group_id = request.group_id
+    if not ctx.broker.share_groups.enabled():  # share.version 0: as Kafka 4.4, with the message
+        off = UnsupportedVersionError()
+        ctx.respond(R(error_code=off.code, error_message=off.message))
+        return
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, group_id):
         denied = GroupAuthorizationFailedError()
         ctx.respond(R(error_code=denied.code, error_message=denied.message))

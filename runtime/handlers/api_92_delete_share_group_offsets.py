@@ -22,6 +22,7 @@ from kafkagen.runtime.errors import (
     GroupAuthorizationFailedError,
     KafkaError,
     TopicAuthorizationFailedError,
+    UnsupportedVersionError,
 )
 
 API_KEY = 92
@@ -30,6 +31,10 @@ R = DeleteShareGroupOffsetsResponse
 
 def handle(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> None:
     group_id = request.group_id
+    if not ctx.broker.share_groups.enabled():  # share.version 0: as Kafka 4.4, with the message
+        off = UnsupportedVersionError()
+        ctx.respond(R(error_code=off.code, error_message=off.message))
+        return
     if not ctx.allowed(AclOperation.DELETE, ResourceType.GROUP, group_id):
         error = GroupAuthorizationFailedError()
         ctx.respond(R(error_code=error.code, error_message=error.message))

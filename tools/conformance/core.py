@@ -26,11 +26,12 @@ from typing import Any
 from uuid import UUID
 
 from kafkagen.generated import header_version, message_type
-from kafkagen.generated.api_versions import ApiVersionsResponse
+from kafkagen.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafkagen.generated.headers import RequestHeader
 from kafkagen.generated.metadata import MetadataRequest
 from kafkagen.generated.produce import ProduceRequest
+from kafkagen.generated.update_features import UpdateFeaturesRequest
 from kafkagen.runtime.client.client import handshake
 from kafkagen.runtime.client.connection import Connection
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
@@ -428,6 +429,30 @@ class Session:
             if n != node:
                 return n
         raise SetupError("the cluster has one node")
+
+    async def set_feature_level(self, feature: str, level: int, node: int) -> None:
+        """Finalize ``feature`` at ``level`` (not recorded) and wait, at most 20 s, until
+        ``node`` says so in ApiVersions (Kafka's brokers learn it from the metadata log)."""
+        U = UpdateFeaturesRequest
+        upd = U.FeatureUpdateKey(
+            feature=feature, max_version_level=level, upgrade_type=1 if level else 2
+        )
+        r = await self.setup(U(feature_updates=[upd], timeout_ms=30000), 1)
+        errors = [r.error_code, *(x.error_code for x in r.results)]
+        if any(errors):
+            raise SetupError(f"UpdateFeatures {feature}={level}: errors {errors}")
+        versions = ApiVersionsRequest(
+            client_software_name="conformance", client_software_version="1"
+        )
+        deadline = time.monotonic() + 20.0
+        while True:
+            v = await self.setup(versions, 3, node=node)
+            now = {f.name: f.max_version_level for f in v.finalized_features}
+            if now.get(feature, 0) == level:
+                return
+            if time.monotonic() > deadline:
+                raise SetupError(f"node {node} still has {feature} {now.get(feature)}")
+            await asyncio.sleep(0.1)
 
     async def coordinator(self, key: str, key_type: int = 0) -> int:
         """The coordinator of a group (0), transactional id (1) or share partition (2, from

@@ -4,11 +4,8 @@ while ``streams.version`` is 0."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
-from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest
@@ -16,9 +13,8 @@ from kafkagen.generated.streams_group_heartbeat import StreamsGroupHeartbeatRequ
 from kafkagen.generated.streams_group_topology_description_update import (
     StreamsGroupTopologyDescriptionUpdateRequest,
 )
-from kafkagen.generated.update_features import UpdateFeaturesRequest
 
-from .core import Session, SetupError, scenario
+from .core import Session, scenario
 from .group_scenarios import consumer_protocol_member
 
 H = StreamsGroupHeartbeatRequest
@@ -248,31 +244,6 @@ async def st_describe_groups(s: Session) -> None:
 
 # ---------------------------------------------------------------- streams.version 0
 
-STREAMS_VERSION = "streams.version"
-
-
-async def _set_streams_version(s: Session, level: int, node: int) -> None:
-    """Finalize ``streams.version`` at ``level`` (not recorded) and wait, at most 20 s,
-    until ``node`` says so in ApiVersions (Kafka's brokers learn it from the metadata log)."""
-    U = UpdateFeaturesRequest
-    upd = U.FeatureUpdateKey(
-        feature=STREAMS_VERSION, max_version_level=level, upgrade_type=1 if level else 2
-    )
-    r = await s.setup(U(feature_updates=[upd], timeout_ms=30000), 1)
-    errors = [r.error_code, *(x.error_code for x in r.results)]
-    if any(errors):
-        raise SetupError(f"UpdateFeatures {STREAMS_VERSION}={level}: errors {errors}")
-    versions = ApiVersionsRequest(client_software_name="conformance", client_software_version="1")
-    deadline = time.monotonic() + 20.0
-    while True:
-        v = await s.setup(versions, 3, node=node)
-        now = {f.name: f.max_version_level for f in v.finalized_features}
-        if now.get(STREAMS_VERSION, 0) == level:
-            return
-        if time.monotonic() > deadline:
-            raise SetupError(f"node {node} still has {STREAMS_VERSION} {now.get(STREAMS_VERSION)}")
-        await asyncio.sleep(0.1)
-
 
 @scenario(
     "StreamsGroupHeartbeat",
@@ -283,12 +254,12 @@ async def st_streams_version_off(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     node = await s.coordinator(g)
-    await _set_streams_version(s, 0, node)
+    await s.set_feature_level("streams.version", 0, node)
     try:
         await s.call(_join(g, _topology(s, t)), node=node)
         await s.call(StreamsGroupDescribeRequest(group_ids=[g]), node=node)
     finally:
-        await _set_streams_version(s, 1, node)
+        await s.set_feature_level("streams.version", 1, node)
 
 
 # ---------------------------------------------------------------- static members

@@ -102,6 +102,12 @@ class ShareGroupManager:
         self.persister = persister
         self.groups: SortedKeysDict[str, ShareGroup] = SortedKeysDict()
 
+    def enabled(self) -> bool:
+        """Share groups are served while the cluster has ``share.version`` finalized at 1 or
+        more; else their APIs answer UNSUPPORTED_VERSION, though ApiVersions still lists
+        them, as in Kafka 4.4."""
+        return self.metadata.features.levels.get("share.version", 0) >= 1
+
     def _cfg(self, name: str) -> int:
         return self.configs.broker_int(name, self.node_id)
 
