@@ -15,9 +15,11 @@ nothing before 3.3. ``transaction.version`` 2 (transactions v2, KIP-890) is fina
 when the broker serves the versions that protocol uses (Produce 12, EndTxn 5,
 TxnOffsetCommit 5), else it drops to 1, so a preset or ``kafkagen.api.version.max`` that
 caps them turns it off: Kafka's Java client uses transactions v2 only when the feature says so.
-The share-group APIs stay listed while ``share.version`` is 0 (``kafka-features disable
---feature share.version``), as Kafka 4.4 lists them; they answer UNSUPPORTED_VERSION then
-(`ShareGroupManager.enabled`). A preset lists its release's APIs as they are.
+The share-group APIs are listed only while ``share.version`` is at least 1 (the default):
+disabling it (``kafka-features disable --feature share.version``) hides them, and they
+answer UNSUPPORTED_VERSION (`ShareGroupManager.enabled`). Kafka 4.4 keeps listing them
+while refusing them; kafkagen hides them so that a client deciding by the listing (franz-go
+does) leaves share groups alone. A preset lists its release's APIs as they are.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from kafkagen.runtime.message import KeyedList
 API_KEY = 18
 #: API key -> the first version of transactions v2.
 _TRANSACTIONS_V2 = {0: 12, 26: 5, 28: 5}
+#: The share-group APIs (KIP-932), advertised only while ``share.version`` is finalized.
+SHARE_APIS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
+SHARE_VERSION = "share.version"
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -45,6 +50,8 @@ def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
     preset = ctx.broker.apis.preset
     features = ctx.broker.metadata.features if preset is None else _release_features(preset)
     versions = ctx.broker.apis.served_versions()
+    if preset is None and not features.levels.get(SHARE_VERSION):
+        versions = {k: v for k, v in versions.items() if k not in SHARE_APIS}
     keys = KeyedList(
         ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
         for k, (lo, hi) in versions.items()

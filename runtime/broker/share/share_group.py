@@ -104,8 +104,8 @@ class ShareGroupManager:
 
     def enabled(self) -> bool:
         """Share groups are served while the cluster has ``share.version`` finalized at 1 or
-        more; else their APIs answer UNSUPPORTED_VERSION, though ApiVersions still lists
-        them, as in Kafka 4.4."""
+        more; else their APIs answer UNSUPPORTED_VERSION, as in Kafka 4.4 (ApiVersions
+        hides them then, where Kafka's still lists them)."""
         return self.metadata.features.levels.get("share.version", 0) >= 1
 
     def _cfg(self, name: str) -> int:
