@@ -430,9 +430,17 @@ class Session:
                 return n
         raise SetupError("the cluster has one node")
 
-    async def set_feature_level(self, feature: str, level: int, node: int) -> None:
+    async def set_feature_level(self, feature: str, level: int, node: int) -> int:
         """Finalize ``feature`` at ``level`` (not recorded) and wait, at most 20 s, until
-        ``node`` says so in ApiVersions (Kafka's brokers learn it from the metadata log)."""
+        ``node`` says so in ApiVersions (Kafka's brokers learn it from the metadata log).
+        Returns the level it replaced, for the scenario to put back: the broker under test
+        is shared by every later scenario and test."""
+        versions = ApiVersionsRequest(
+            client_software_name="conformance", client_software_version="1"
+        )
+        before = await self.setup(versions, 3, node=node)
+        levels = {f.name: f.max_version_level for f in before.finalized_features}
+        previous: int = levels.get(feature, 0)
         U = UpdateFeaturesRequest
         upd = U.FeatureUpdateKey(
             feature=feature, max_version_level=level, upgrade_type=1 if level else 2
@@ -441,15 +449,12 @@ class Session:
         errors = [r.error_code, *(x.error_code for x in r.results)]
         if any(errors):
             raise SetupError(f"UpdateFeatures {feature}={level}: errors {errors}")
-        versions = ApiVersionsRequest(
-            client_software_name="conformance", client_software_version="1"
-        )
         deadline = time.monotonic() + 20.0
         while True:
             v = await self.setup(versions, 3, node=node)
             now = {f.name: f.max_version_level for f in v.finalized_features}
             if now.get(feature, 0) == level:
-                return
+                return previous
             if time.monotonic() > deadline:
                 raise SetupError(f"node {node} still has {feature} {now.get(feature)}")
             await asyncio.sleep(0.1)

@@ -182,20 +182,20 @@ async def sg_leave(s: Session) -> None:
 @scenario(
     "ShareGroupHeartbeat",
     "share-version-0",
-    "a join, a describe, a fetch and an offsets reset while share.version is 0 (set back to 1)",
+    "a join, a describe, a fetch and an offsets reset while share.version is 0 (then set back)",
 )
 async def sg_share_version_off(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     node = await s.coordinator(g)
-    await s.set_feature_level("share.version", 0, node)
+    previous = await s.set_feature_level("share.version", 0, node)
     try:
         await s.call(_heartbeat(g, t), node=node)
         await s.call(ShareGroupDescribeRequest(group_ids=[g]), node=node)
         await s.call(_fetch(s, g, t, 0), node=node)
         await s.call(AlterShareGroupOffsetsRequest(group_id=g, topics=[]), node=node)
     finally:
-        await s.set_feature_level("share.version", 1, node)
+        await s.set_feature_level("share.version", previous, node)
 
 
 @scenario("ShareGroupHeartbeat", "empty-member-id", "a join without a member id")

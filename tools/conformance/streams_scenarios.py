@@ -4,6 +4,8 @@ while ``streams.version`` is 0."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
@@ -14,7 +16,7 @@ from kafkagen.generated.streams_group_topology_description_update import (
     StreamsGroupTopologyDescriptionUpdateRequest,
 )
 
-from .core import Session, scenario
+from .core import Session, SetupError, scenario
 from .group_scenarios import consumer_protocol_member
 
 H = StreamsGroupHeartbeatRequest
@@ -22,6 +24,8 @@ H = StreamsGroupHeartbeatRequest
 MEMBER = "streams-member-0000000001"
 OTHER = "streams-member-0000000002"
 PROCESS = "7f0c3a52-5a43-4c5e-9d2b-000000000001"
+#: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and COORDINATOR_NOT_AVAILABLE.
+_COORDINATOR_MOVING = frozenset({14, 15, 16})
 
 
 def _topology(s: Session, source: str, epoch: int = 0, changelog_partitions: int = 0) -> Any:
@@ -78,9 +82,19 @@ def _beat(group: str, epoch: int, member: str = MEMBER, **override: Any) -> Any:
 
 
 async def _joined(s: Session, group: str, source: str | None = None) -> Any:
-    """A member in ``group`` on a new source topic (not recorded); its join's answer."""
+    """A member in ``group`` on a new source topic (not recorded); its join's answer. A
+    coordinator that moves or is still loading is asked again, for at most 20 s; a join
+    refused otherwise stops the scenario as a set-up error naming the error, rather than
+    letting the recorded steps run against a group that was never made."""
     source = source or await s.create_topic(partitions=2)
-    return await s.setup(_join(group, _topology(s, source)), node=await s.coordinator(group))
+    deadline = time.monotonic() + 20.0
+    while True:
+        r = await s.setup(_join(group, _topology(s, source)), node=await s.coordinator(group))
+        if r.error_code == 0:
+            return r
+        if r.error_code not in _COORDINATOR_MOVING or time.monotonic() > deadline:
+            raise SetupError(f"streams group {group}: the join answered error {r.error_code}")
+        await asyncio.sleep(0.2)
 
 
 # ---------------------------------------------------------------- StreamsGroupHeartbeat
@@ -248,18 +262,18 @@ async def st_describe_groups(s: Session) -> None:
 @scenario(
     "StreamsGroupHeartbeat",
     "streams-version-0",
-    "a join and a describe while streams.version is 0 (set back to 1 afterwards)",
+    "a join and a describe while streams.version is 0 (then set back)",
 )
 async def st_streams_version_off(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     node = await s.coordinator(g)
-    await s.set_feature_level("streams.version", 0, node)
+    previous = await s.set_feature_level("streams.version", 0, node)
     try:
         await s.call(_join(g, _topology(s, t)), node=node)
         await s.call(StreamsGroupDescribeRequest(group_ids=[g]), node=node)
     finally:
-        await s.set_feature_level("streams.version", 1, node)
+        await s.set_feature_level("streams.version", previous, node)
 
 
 # ---------------------------------------------------------------- static members
