@@ -286,7 +286,8 @@ class Harness:
         rm: int = 0,
     ) -> list[list[tuple[TopicPartition, FetchResult]]]:
         got: list[list[tuple[TopicPartition, FetchResult]]] = []
-        params = FetchParams(replica_id, max_wait, min_bytes, max_bytes)
+        # A fetch with a replica id stands for a follower broker of the same process.
+        params = FetchParams(replica_id, max_wait, min_bytes, max_bytes, shared=replica_id >= 0)
         self.rm(rm).fetch_messages(params, [(tp, FetchInfo(offset, max_bytes))], got.append)
         return got
 

@@ -378,7 +378,7 @@ def test_offsets_are_cached_only_once_durable() -> None:
     assert gc.offsets.fetch("g", [T0])[T0] is None
     follower = 1 - leader
     fetched = g.fetch(offsets_tp, 0, replica_id=follower, rm=leader)
-    g.rm(follower).partitions[offsets_tp].append_as_follower(fetched[0][0][1].records)
+    g.rm(follower).partitions[offsets_tp].append_as_follower(fetched[0][0][1].batches)
     end = g.rm(follower).partitions[offsets_tp].log.log_end_offset
     g.fetch(offsets_tp, end, replica_id=follower, rm=leader)
     assert got == [{T0: 0}]

@@ -264,8 +264,7 @@ R = TopicPartition("r", 0)
 def follow(h: Harness, offset: int) -> FetchResult:
     """Broker 1 fetches from leader 0 as a follower and appends what it got."""
     [[(_, r)]] = h.fetch(R, offset, replica_id=1)
-    if r.records:
-        h.rm(1).partitions[R].append_as_follower(r.records)
+    h.rm(1).partitions[R].append_as_follower(r.batches)
     return r
 
 

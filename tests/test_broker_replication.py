@@ -36,7 +36,8 @@ def follower_round(h: Harness, follower: int, leader: int, tp: TopicPartition = 
         last_fetched_epoch=epochs[-1][0] if epochs else -1,
     )
     got: list[list[tuple[TopicPartition, object]]] = []
-    h.rm(leader).fetch_messages(FetchParams(replica_id=follower), [(tp, info)], got.append)
+    params = FetchParams(replica_id=follower, shared=True)
+    h.rm(leader).fetch_messages(params, [(tp, info)], got.append)
     fetcher._apply(leader, got[0])  # type: ignore[arg-type]
 
 

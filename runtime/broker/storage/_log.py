@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kafkagen.runtime.records import NO_TIMESTAMP, RecordBatch, iter_batches
+from kafkagen.runtime.records import NO_TIMESTAMP, RecordBatch
 
 __all__ = ["Log", "LogBatch", "LogStorage", "Segment"]
 
@@ -152,13 +152,21 @@ class Log:
             waited = int(time.time() * 1000) - active.created_ms
         return waited > segment_ms
 
-    def append_replicated(self, data: bytes) -> int:
-        """Append batches copied from a leader (offsets already set); return how many."""
-        n = 0
-        for b in iter_batches(data):
-            self.append(_log_batch(b))
-            n += 1
-        return n
+    def append_shared(self, batches: Sequence[LogBatch]) -> None:
+        """Append a leader's batches (offsets already set) holding the very same bytes: the
+        brokers share a process and a batch's bytes never change, so a follower needs no
+        copy of its own, and the leader checked them when they were produced."""
+        for b in batches:
+            self.append(
+                LogBatch(
+                    b.base_offset,
+                    b.last_offset,
+                    b.data,
+                    b.max_timestamp,
+                    b.max_timestamp_offset,
+                    b.leader_epoch,
+                )
+            )
 
     def truncate_to(self, offset: int) -> None:
         """Drop everything at or after ``offset`` (a follower whose log diverged)."""
@@ -263,13 +271,13 @@ class Log:
             return 0
         return i if self.batches[i].last_offset >= offset else i + 1
 
-    def read(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> list[bytes]:
+    def read(self, offset: int, max_bytes: int, max_offset: int, min_one: bool) -> list[LogBatch]:
         """Whole batches from the one holding ``offset``, ending below ``max_offset``.
 
         At most ``max_bytes`` in all, except that with ``min_one`` the first batch comes
         even when it alone is larger (so a consumer can always make progress).
         """
-        out: list[bytes] = []
+        out: list[LogBatch] = []
         total = 0
         batches = self.batches
         for i in range(self._first_index(offset), len(batches)):
@@ -279,7 +287,7 @@ class Log:
             size = len(b.data)
             if total + size > max_bytes and not (min_one and not out):
                 break
-            out.append(b.data)
+            out.append(b)
             total += size
         return out
 
@@ -345,14 +353,3 @@ class Log:
             end = self.epochs[i + 1][1] if i + 1 < len(self.epochs) else self.log_end_offset
             found = (e, end)
         return found
-
-
-def _log_batch(b: RecordBatch) -> LogBatch:
-    return LogBatch(
-        b.base_offset,
-        b.last_offset,
-        bytes(b.buffer),
-        b.max_timestamp,
-        b.last_offset,
-        b.partition_leader_epoch,
-    )

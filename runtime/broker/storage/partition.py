@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kafkagen.runtime.errors import (
@@ -32,7 +32,6 @@ from kafkagen.runtime.records import (
     TimestampType,
     assign_offsets,
     build_batch,
-    iter_batches,
     set_log_append_time,
     set_max_timestamp,
     validate_batch_for_append,
@@ -270,18 +269,16 @@ class Partition:
         )
         return AppendResult(base, base, -1, self.log.log_start_offset)
 
-    def append_as_follower(self, records: Buffer, clock_ms: float = 0.0) -> int:
-        """Write batches fetched from the leader; return how many.
+    def append_as_follower(self, batches: Sequence[LogBatch], clock_ms: float = 0.0) -> None:
+        """Write batches fetched from the leader, sharing their bytes (`Log.append_shared`).
 
         Producer state follows the log, as on the leader, so that a follower that becomes
         leader still recognises a retried batch as a duplicate, and knows the open and
         aborted transactions.
         """
-        data = bytes(records)
-        n = self.log.append_replicated(data)
-        for b in iter_batches(data, verify_crc=False):
-            self.track_producer_state(b, clock_ms)
-        return n
+        self.log.append_shared(batches)
+        for b in batches:
+            self.track_producer_state(RecordBatch(memoryview(b.data)), clock_ms)
 
     def track_producer_state(self, b: RecordBatch, clock_ms: float) -> None:
         """Follow a batch already in the log: its producer's sequences, and the

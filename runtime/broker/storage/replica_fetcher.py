@@ -131,6 +131,7 @@ class ReplicaFetcher:
             max_wait_ms=FETCH_WAIT_MS,
             min_bytes=1,
             max_bytes=MAX_BYTES,
+            shared=True,
         )
         self._inflight.add(leader_id)
 
@@ -177,14 +178,14 @@ class ReplicaFetcher:
                 if r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     self._out_of_range(tp, leader_id)
                 continue  # NOT_LEADER, epochs: the next metadata update sorts it out
-            if r.records:
+            if r.batches:
                 try:
-                    p.append_as_follower(r.records, rm.now())
+                    p.append_as_follower(r.batches, rm.now())
                 except Exception:
                     _log.exception("broker %d: cannot append to %s", self.node_id, tp)
                     continue
                 if self.quota.throttles(tp):
-                    self.quota.record(len(r.records), rm.now())
+                    self.quota.record(r.size, rm.now())
             p.high_watermark = min(r.high_watermark, p.log.log_end_offset)
             if r.log_start_offset > p.log.log_start_offset:
                 p.log.advance_start(r.log_start_offset)

@@ -46,6 +46,7 @@ from ..config.store import ConfigStore
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo
 from . import log_cleaner
+from ._log import LogBatch
 from .partition import Partition
 from .replication_quota import ReplicationQuota
 
@@ -124,6 +125,9 @@ class FetchParams:
     min_bytes: int = 1
     max_bytes: int = 2**31 - 1
     isolation_level: int = READ_UNCOMMITTED
+    #: A follower broker of this process: it takes the leader's batches themselves
+    #: (`FetchResult.batches`) rather than a copy of their bytes.
+    shared: bool = False
 
     @property
     def from_follower(self) -> bool:
@@ -146,6 +150,10 @@ class FetchResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: bytes = b""
+    #: A shared fetch's batches (`FetchParams.shared`); records stays empty then.
+    batches: list[LogBatch] = field(default_factory=list)
+    #: Bytes read, either way.
+    size: int = 0
     #: (epoch, end offset) when the fetcher's log diverged from the leader's.
     diverging_epoch: tuple[int, int] | None = None
     #: (leader id, leader epoch) as this broker knows them, for NOT_LEADER answers.
@@ -508,7 +516,7 @@ class ReplicaManager:
         total = 0
         errored = False
         for _, r in results:
-            total += len(r.records)
+            total += r.size
             errored = errored or r.error is not None or r.diverging_epoch is not None
         if params.max_wait_ms <= 0 or not infos or total >= params.min_bytes or errored:
             _safe(callback, results)
@@ -575,7 +583,7 @@ class ReplicaManager:
             result = self._read_partition(
                 tp, info, params, min(limit, info.partition_max_bytes), min_one
             )
-            n = len(result.records)
+            n = result.size
             if n:
                 min_one = False
                 limit = max(0, limit - n)
@@ -620,12 +628,18 @@ class ReplicaManager:
             return result  # over the replication quota: no records this time
         read_committed = params.isolation_level == READ_COMMITTED and not params.from_follower
         upper = partition.upper_bound(params.from_follower, read_committed)
-        chunks = log.read(info.fetch_offset, limit, upper, min_one)
-        result.records = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        batches = log.read(info.fetch_offset, limit, upper, min_one)
+        result.size = sum(len(b.data) for b in batches)
+        if params.shared:
+            result.batches = batches
+        else:
+            result.records = (
+                batches[0].data if len(batches) == 1 else b"".join(b.data for b in batches)
+            )
         if read_committed:
             result.aborted_transactions = []
-            if chunks:
-                last = chunks[-1]
+            if batches:
+                last = batches[-1].data
                 end = (
                     _BASE_OFFSET.unpack_from(last)[0]
                     + _LAST_DELTA.unpack_from(last, _LAST_DELTA_AT)[0]
