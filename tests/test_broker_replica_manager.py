@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from broker_helpers import NOW, Harness
 from kafkagen.runtime.broker.storage.replica_manager import (
+    FetchInfo,
+    FetchParams,
     FetchResult,
 )
 from kafkagen.runtime.errors import ErrorCode
@@ -354,3 +356,27 @@ def test_compacted_topics_are_not_trimmed(h: Harness) -> None:
     h.md.configs.set_topic_configs("t", {"retention.ms": "1", "cleanup.policy": "compact"})
     h.produce(TP, batch(2, ts=NOW - 120_000))
     assert h.rm().enforce_retention() == 0
+
+
+@pytest.mark.parametrize("interval, most", [(5, 6 * 10), (1000, 30 * 10)])
+def test_fetch_purgatory_purge_interval_bounds_what_completed_fetches_hold(
+    interval: int, most: int
+) -> None:
+    """A follower's fetch waits under every partition it follows; once it expires it stays
+    on those watcher lists until ``fetch.purgatory.purge.interval.requests`` fetches have
+    completed. A small interval bounds them; Kafka's 1000 keeps all 30 of this run."""
+    h = Harness(brokers=2, fetch_purgatory_purge_interval_requests=str(interval))
+    h.md.create_topic("many", assignments={p: [0, 1] for p in range(10)})
+    tps = [TopicPartition("many", p) for p in range(10)]
+    purgatory = h.rm(0).fetch_purgatory
+    for _ in range(30):
+        got: list[Any] = []
+        params = FetchParams(replica_id=1, max_wait_ms=100, shared=True)
+        h.rm(0).fetch_messages(params, [(tp, FetchInfo(0, 1 << 20)) for tp in tps], got.append)
+        assert got == []  # nothing to read: it waits
+        h.advance(101)
+        assert len(got) == 1  # answered empty at its timeout
+    assert purgatory.delayed == 0
+    assert purgatory.watched <= most
+    if interval == 1000:
+        assert purgatory.watched == most  # nothing purged yet

@@ -289,11 +289,19 @@ class ReplicaManager:
         self.metadata = metadata
         self.configs: ConfigStore = metadata.configs
         self.partitions: dict[TopicPartition, Partition] = {}
+        # A completed operation stays on its other keys' watcher lists until this many have
+        # completed (Kafka's settings): a follower's fetch holds every partition it follows.
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = (
-            DelayedOperationPurgatory("Produce", timer_factory())
+            DelayedOperationPurgatory(
+                "Produce",
+                timer_factory(),
+                self.configs.broker_int("producer.purgatory.purge.interval.requests", broker_id),
+            )
         )
         self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
-            "Fetch", timer_factory()
+            "Fetch",
+            timer_factory(),
+            self.configs.broker_int("fetch.purgatory.purge.interval.requests", broker_id),
         )
         self._clock = self.produce_purgatory.timer.clock
         self.time_ms = time_ms or (lambda: int(time.time() * 1000))
