@@ -1,5 +1,6 @@
 """In-process faults (the control API's `Faults`) with real clients over real sockets:
-a cut-off leader is fenced and acknowledges nothing it could lose, a cut-off follower
+a cut-off leader is fenced and acknowledges nothing it could lose with acks=all, keeps
+its stale metadata until the heal, a cut-off follower
 leaves the ISR and comes back after the heal, transaction markers wait for the heal, a
 slow disk or network delays answers, a skewed clock moves LogAppendTime."""
 
@@ -13,7 +14,10 @@ from typing import Any
 import pytest
 from broker_helpers import WireClient, req
 from confluent_kafka import Consumer, Producer, TopicPartition
+from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.records import Record, build_batch
 from kafkagen.runtime.topic_partition import TopicPartition as KafkagenPartition
 
 pytestmark = pytest.mark.slow
@@ -21,6 +25,7 @@ pytestmark = pytest.mark.slow
 LAG_MS, SESSION_MS = 1000, 4000
 API_VERSIONS = 18
 HELLO = req(API_VERSIONS, client_software_name="t", client_software_version="1")
+Metadata, Produce = message_type(3, "request"), message_type(0, "request")
 
 
 @contextmanager
@@ -60,11 +65,18 @@ def wait_for(cond: Callable[[], bool], what: str, timeout: float = 20.0) -> None
         time.sleep(0.05)
 
 
-def produce(bg: BackgroundCluster, values: list[str], timeout_ms: int) -> dict[str, Any]:
+def address(bg: BackgroundCluster, *brokers: int) -> str:
+    """bootstrap.servers naming only ``brokers``."""
+    return ",".join(f"127.0.0.1:{bg.cluster.brokers[b].info.port}" for b in brokers)
+
+
+def produce(
+    bg: BackgroundCluster, values: list[str], timeout_ms: int, bootstrap: str = ""
+) -> dict[str, Any]:
     """Send with acks=all; each value -> its delivery error (None: acknowledged)."""
     p = Producer(
         {
-            "bootstrap.servers": bg.bootstrap,
+            "bootstrap.servers": bootstrap or bg.bootstrap,
             "acks": "all",
             "enable.idempotence": True,
             "message.timeout.ms": timeout_ms,
@@ -118,7 +130,8 @@ def test_a_cut_off_leader_acknowledges_nothing_is_fenced_and_rejoins(
     wait_for(lambda: bg.call(lambda: faults.fenced == {0}), "the fencing")
     leader, isr = state(bg)
     assert leader == 1 and isr == [1, 2]
-    during = produce(bg, [f"b{i}" for i in range(20)], 20_000)
+    # Broker 0 still believes it leads (its image is stale): the producer asks the others.
+    during = produce(bg, [f"b{i}" for i in range(20)], 20_000, address(bg, 1, 2))
     assert set(during.values()) == {None}
     bg.call(faults.heal)
     # Back: it truncates what it alone had, catches up, and the ISR expands.
@@ -126,6 +139,48 @@ def test_a_cut_off_leader_acknowledges_nothing_is_fenced_and_rejoins(
     wait_for(lambda: log_end(bg, 0) == log_end(bg, 1) == 40, "broker 0 to catch up")
     got = read_all(bg)
     assert sorted(got) == sorted([*before, *during])  # every acknowledged write, once
+
+
+def leader_seen_by(bg: BackgroundCluster, broker: int) -> int:
+    """The leader of "f" that ``broker``'s Metadata answer names."""
+    with WireClient(address(bg, broker)) as w:
+        answer = w.call(3, 12, req(3, topics=[Metadata.MetadataRequestTopic(name="f")]))
+    return answer.topics[0].partitions[0].leader_id
+
+
+def produce_once(bg: BackgroundCluster, broker: int, value: bytes, acks: int) -> int:
+    """One Produce of ``value`` to broker ``broker`` waiting at most 1.5 s; its error code."""
+    records = build_batch([Record(-1, 1, b"k", value)])
+    data = Produce.PartitionProduceData(index=0, records=records)
+    topic = Produce.TopicProduceData(name="f", partition_data=[data])
+    with WireClient(address(bg, broker)) as w:
+        answer = w.call(0, 9, req(0, acks=acks, timeout_ms=1500, topic_data=[topic]))
+    return answer.responses[0].partition_responses[0].error_code
+
+
+def test_a_fenced_leader_keeps_its_stale_view_until_the_heal(bg: BackgroundCluster) -> None:
+    """Kafka's broker learns metadata from the controller's log: cut off, it still believes
+    it leads after the controller moved leadership. It acknowledges acks=1 writes that the
+    heal truncates, and times acks=all out; the majority side sees the new leader at once."""
+    before = produce(bg, [f"a{i}" for i in range(5)], 10_000)
+    assert set(before.values()) == {None}
+    faults = bg.cluster.faults
+    bg.call(lambda: faults.cut([0]))
+    wait_for(lambda: bg.call(lambda: faults.fenced == {0}), "the fencing")
+    assert state(bg) == (1, [1, 2])
+    assert leader_seen_by(bg, 1) == leader_seen_by(bg, 2) == 1
+    assert leader_seen_by(bg, 0) == 0  # its image, kept since the cut
+    assert produce_once(bg, 0, b"doomed", acks=1) == ErrorCode.NONE
+    assert produce_once(bg, 0, b"waits", acks=-1) == ErrorCode.REQUEST_TIMED_OUT
+    assert produce_once(bg, 1, b"kept", acks=-1) == ErrorCode.NONE
+    assert log_end(bg, 0) == 7 and log_end(bg, 1) == 6
+    bg.call(faults.heal)
+    assert leader_seen_by(bg, 0) == 1  # caught up at once
+    # It follows broker 1 now: its two lone records are truncated, "kept" replicated.
+    wait_for(lambda: state(bg)[1] == [0, 1, 2], "the ISR to expand")
+    wait_for(lambda: log_end(bg, 0) == log_end(bg, 1) == 6, "broker 0 to truncate")
+    assert produce_once(bg, 0, b"refused", acks=-1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert sorted(read_all(bg)) == sorted([*before, "kept"])
 
 
 def test_a_partition_shrinks_the_isr_of_the_majority_and_fences_the_minority(

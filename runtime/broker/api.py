@@ -36,6 +36,7 @@ from .config.definitions import API_VERSION_MAX, parse_version_caps
 from .config.store import ConfigStore
 from .group.group_coordinator import GroupCoordinator
 from .metadata.cluster_metadata import ClusterMetadata
+from .metadata.image import MetadataImage
 from .release_presets import (
     PRESET_CONFIG,
     preset_caps,
@@ -219,6 +220,12 @@ class BrokerServices:
     share_coordinator: ShareCoordinator
     #: Client metrics subscriptions and the pushes received (KIP-714).
     telemetry: ClientTelemetry
+
+    @property
+    def image(self) -> ClusterMetadata | MetadataImage:
+        """The metadata this broker knows (a stale copy while cut off from the
+        controller), which Metadata and DescribeCluster answer from."""
+        return self.metadata.image_of(self.node_id)
 
 
 @dataclass(slots=True)

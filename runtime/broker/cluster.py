@@ -35,6 +35,7 @@ from .control.faults import Faults
 from .control.interceptor import Control
 from .group.group_coordinator import GroupCoordinator
 from .metadata.cluster_metadata import ClusterMetadata
+from .metadata.image import MetadataImage
 from .security.authorizer import Authorizer
 from .security.listeners import Listener, enabled_mechanisms, parse_listeners
 from .security.sasl import SCRAM_MECHANISMS, Credentials
@@ -228,8 +229,20 @@ class Broker(MetadataListener):
         self._schedule_isr_check()
 
     def on_partitions_changed(self, partitions: Sequence[PartitionInfo]) -> None:
+        if self.node_id in self.metadata.stale_images:
+            return  # cut off from the controller: it learns of this at the heal
         self.replica_manager.apply_partitions(partitions)
         self.fetcher.kick()
+
+    def catch_up(self, stale: MetadataImage) -> None:
+        """Back in reach of the controller after keeping ``stale``: take the image as it
+        is now at once, as a KRaft broker catching up from a snapshot (topics deleted
+        meanwhile go, leaderships lost are given up and the logs truncated by the fetcher)."""
+        md = self.metadata
+        for topic in stale.topics.values():
+            if md.topic_names.get(topic.topic_id) != topic.name:
+                self.on_topic_deleted(topic)
+        self.on_partitions_changed([p for t in md.topics.values() for p in t.partitions])
 
     def write_txn_markers(
         self,
@@ -251,6 +264,8 @@ class Broker(MetadataListener):
         self.replica_manager.append_markers(markers, timeout_ms, written)
 
     def on_topic_deleted(self, topic: TopicInfo) -> None:
+        if self.node_id in self.metadata.stale_images:
+            return
         self.replica_manager.remove_topic(topic)
         self.group_coordinator.on_topic_deleted(topic.name)
 
@@ -319,7 +334,11 @@ class Cluster:
                 self.storage.close()
             raise
         #: In-process network, disk and clock faults (the control API injects them).
-        self.faults = Faults(self.metadata, lambda node_id: self._serving(node_id) is not None)
+        self.faults = Faults(
+            self.metadata,
+            lambda node_id: self._serving(node_id) is not None,
+            lambda node_id, stale: self._known(node_id).catch_up(stale),
+        )
         self.metadata.reaches_controller = self.faults.reaches_controller
         if timer_factory is None:
             loop = asyncio.get_running_loop()

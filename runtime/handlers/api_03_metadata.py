@@ -48,7 +48,7 @@ _ZERO = uuid.UUID(int=0)
 
 def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     broker = ctx.broker
-    md = broker.metadata
+    md = broker.image
     v = ctx.api_version
     want_ops = v >= 8 and request.include_topic_authorized_operations
 
@@ -133,7 +133,7 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
                         or ctx.allowed(AclOperation.CREATE, ResourceType.TOPIC, name)
                     ):
                         raise TopicAuthorizationFailedError()
-                    existing = md.create_topic(name)
+                    existing = broker.metadata.create_topic(name)
                 except KafkaError as e:
                     topics.append(_error(e, name, _ZERO))
                     continue
@@ -159,7 +159,7 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
 
 def _response(ctx: RequestContext, topics: KeyedList[Topic]) -> MetadataResponse:
     """The answer: the live brokers, the cluster and ``topics``."""
-    md = ctx.broker.metadata
+    md = ctx.broker.image
     brokers = KeyedList(
         MetadataResponse.MetadataResponseBroker(
             node_id=b.node_id, host=b.host, port=b.port, rack=b.rack
@@ -177,7 +177,7 @@ def _error(error: KafkaError, name: str | None, topic_id: uuid.UUID) -> Topic:
 
 
 def _topic(ctx: RequestContext, info: TopicInfo, ops: int) -> Topic:
-    alive = {b.node_id for b in ctx.broker.metadata.brokers.values() if b.alive}
+    alive = {b.node_id for b in ctx.broker.image.brokers.values() if b.alive}
     return Topic(
         error_code=0,
         name=info.name,
@@ -241,7 +241,7 @@ def _refusal(ctx: RequestContext, request: MetadataRequest, all_topics: bool) ->
     cursor with a negative index or outside the named topics. None when it is not."""
     c = request.cursor
     if not all_topics:
-        names = ctx.broker.metadata.topic_names
+        names = ctx.broker.image.topic_names
         problem = repeated(
             [
                 t.name if t.name is not None else names.get(t.topic_id, t.topic_id)
@@ -269,7 +269,7 @@ def _refused(
     if all_topics:
         assert request.cursor is not None
         return KeyedList([_error(error, request.cursor.topic_name, _ZERO)])
-    names = ctx.broker.metadata.topic_names
+    names = ctx.broker.image.topic_names
     return KeyedList(
         _error(error, t.name if t.name is not None else names.get(t.topic_id), t.topic_id)
         for t in request.topics or []

@@ -25,7 +25,7 @@ FENCED_SINCE = 2
 
 
 def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
-    md = ctx.broker.metadata
+    md = ctx.broker.image
     if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:
         # Controllers are not separate nodes here: a broker only answers for brokers.
         err: KafkaError = (

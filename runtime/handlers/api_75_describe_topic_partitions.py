@@ -41,7 +41,7 @@ def partition_limit(ctx: RequestContext, requested: int) -> int:
 
 
 def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> None:
-    md = ctx.broker.metadata
+    md = ctx.broker.image
     cursor = request.cursor
     start_name = "" if cursor is None else cursor.topic_name
     fetch_all = not request.topics
@@ -56,7 +56,7 @@ def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> None
         _refuse(ctx, request)
         return
     remaining = partition_limit(ctx, request.response_partition_limit)
-    alive = set(md.alive_brokers())
+    alive = {b.node_id for b in md.brokers.values() if b.alive}
     topics: list[Topic] = []
     next_cursor = None
     for name in names:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..metadata.cluster_metadata import ClusterMetadata
+from ..metadata.image import MetadataImage
 
 __all__ = ["Faults"]
 
@@ -36,9 +37,16 @@ DISK_APIS = frozenset({0, 1})  # Produce, Fetch
 class Faults:
     """The in-process faults in force; everything runs on the brokers' event loop."""
 
-    def __init__(self, metadata: ClusterMetadata, serving: Callable[[int], bool]) -> None:
+    def __init__(
+        self,
+        metadata: ClusterMetadata,
+        serving: Callable[[int], bool],
+        catch_up: Callable[[int, MetadataImage], None],
+    ) -> None:
         self._metadata = metadata
         self._serving = serving
+        #: Gives a broker back in reach of the controller the image as it is now.
+        self._catch_up = catch_up
         #: Broker id -> the side of the network it is on.
         self.sides: dict[int, int] = {}
         self._next_side = itertools.count(1)
@@ -113,6 +121,7 @@ class Faults:
             self.sides[b] = label
         if not clients:
             self.unreachable.update(side)
+        self._follow_the_controller()
         self._fence_the_unheard()
 
     def slow_disk(self, node_id: int, delay_ms: int) -> None:
@@ -139,6 +148,7 @@ class Faults:
             handle.cancel()
         self._fencing.clear()
         self.fenced.clear()
+        self._follow_the_controller()
         for b in sorted(self._metadata.brokers):
             if self._serving(b):
                 self._metadata.broker_up(b)
@@ -161,6 +171,17 @@ class Faults:
         }
 
     # -- the controller's side ----------------------------------------------------------
+
+    def _follow_the_controller(self) -> None:
+        """A broker that lost the controller keeps the image it has (Kafka's broker
+        fetches the metadata log from the controller quorum); one that reaches it again
+        catches up with every change it missed, before anything else happens."""
+        md = self._metadata
+        for b in sorted(md.brokers):
+            if not self.reaches_controller(b):
+                md.keep_stale_image(b)
+            elif b in md.stale_images:
+                self._catch_up(b, md.stale_images.pop(b))
 
     def _fence_the_unheard(self) -> None:
         timeout_s = self._metadata.configs.broker_int("broker.session.timeout.ms") / 1000

@@ -42,6 +42,7 @@ from ..security.acls import (
 from ..types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 from .client_quotas import ClientQuotas
 from .features import ELR_VERSION, FeatureUpdate, FinalizedFeatures
+from .image import MetadataImage
 from .reassignment import ReassignmentManager
 
 __all__ = ["MAX_PARTITIONS_PER_REQUEST", "ClusterMetadata", "validate_topic_name"]
@@ -128,8 +129,23 @@ class ClusterMetadata:
         #: Whether a broker's requests reach the controller (the control API's faults
         #: cut them off).
         self.reaches_controller: Callable[[int], bool] = lambda node_id: True
+        #: Broker id -> the image it last had before it lost the controller: it answers
+        #: from it, and changes are held back from it until it reaches the controller.
+        self.stale_images: dict[int, MetadataImage] = {}
 
     # -- brokers ----------------------------------------------------------------------
+
+    def image_of(self, node_id: int) -> ClusterMetadata | MetadataImage:
+        """What broker ``node_id`` knows of the cluster: this image, or the one it kept
+        when it lost the controller."""
+        return self.stale_images.get(node_id, self)
+
+    def keep_stale_image(self, node_id: int) -> None:
+        """Broker ``node_id`` lost the controller: it keeps what it knows now."""
+        if node_id not in self.stale_images:
+            self.stale_images[node_id] = MetadataImage.copy_of(
+                self.cluster_id, self.controller_id, self.brokers, self.topics
+            )
 
     def add_broker(self, info: BrokerInfo) -> None:
         self.brokers[info.node_id] = info
