@@ -28,7 +28,8 @@ from kafkagen.runtime.jsonform import uuid_to_json
 
 from .core import Session, scenario
 from .group_scenarios import consumer_protocol_member
-from .messages import batch
+from .messages import batch, produce
+from .txn_scenarios import _end, _settled, _txn
 
 #: Member ids: a share consumer names itself.
 MEMBER = "share-member-0000000001"
@@ -339,6 +340,35 @@ async def sa_no_session(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     await s.call(_ack(s, g, t, 1, [(0, 0, ACCEPT)]), node=await s.leader(t))
+
+
+@scenario(
+    "ShareAcknowledge",
+    "read-committed",
+    "share.isolation.level=read_committed: records of an aborted transaction are never "
+    "acquired; the committed ones and both markers are",
+)
+async def sa_read_committed(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.setup(
+        _group_configs(
+            g, share_isolation_level="read_committed", share_auto_offset_reset="earliest"
+        )
+    )
+    leader = await s.leader(t)
+    # Offsets 0-1 committed, 2 their marker, 3-4 aborted, 5 their marker.
+    for part, commit in (("committed", True), ("aborted", False)):
+        x = await _txn(s, part)
+        await x.add(t, record=False)
+        await s.setup(produce(t, x.batch(), transactional_id=x.tid), node=leader)
+        await s.setup(_end(x.tid, x.pid, x.epoch, commit), node=x.node)
+        await _settled(s, t, leader)
+    await _joined(s, g, t)
+    await s.setup(_fetch(s, g, t, 0), node=leader)
+    await s.setup(_fetch(s, g, t, 1, wait_ms=FIRST_FETCH_WAIT_MS), node=leader)
+    await s.call(_ack(s, g, t, 2, [(3, 4, ACCEPT)]), node=leader)
+    await s.call(_ack(s, g, t, 3, [(0, 2, ACCEPT), (5, 5, ACCEPT)]), node=leader)
 
 
 # ---------------------------------------------------------------------- share offsets
