@@ -208,6 +208,41 @@ def test_records_of_an_aborted_batch_are_archived_undelivered() -> None:
 VERSIONS = ApiVersionsRequest(client_software_name="test", client_software_version="1")
 
 
+async def set_group_config(client: Any, group: str, name: str, value: str) -> None:
+    Alter = IncrementalAlterConfigsRequest
+    r = await client.request(
+        Alter(
+            resources=[
+                Alter.AlterConfigsResource(
+                    resource_type=32,  # GROUP
+                    resource_name=group,
+                    configs=[Alter.AlterableConfig(name=name, config_operation=0, value=value)],
+                )
+            ],
+            validate_only=False,
+        )
+    )
+    assert r.responses[0].error_code == 0
+
+
+def test_renewals_are_refused_when_the_group_disables_them(cluster: BackgroundCluster) -> None:
+    group = f"nr-{uuid.uuid4().hex[:8]}"
+
+    async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
+        await set_group_config(client, group, "share.renew.acknowledge.enable", "false")
+        m = Member(client, topic_id, f"m-{uuid.uuid4().hex[:8]}", group)
+        await m.join(topic)
+        await m.fetch()
+        await produce(2)
+        assert acquired(await m.fetch(wait_ms=2000)) == [(0, 1, 1)]
+        r = await m.fetch(acks=[(0, 1, AckType.RENEW)])
+        assert ack_errors(r) == [ErrorCode.INVALID_RECORD_STATE]
+        # Still held by the member: accepting them succeeds.
+        assert ack_errors(await m.fetch(acks=[(0, 1, AckType.ACCEPT)])) == [0]
+
+    run(cluster, scenario)
+
+
 def delivered(r: Any) -> dict[int, bytes | None]:
     """The data records of a share fetch answer that were acquired, by offset."""
     held = {o for first, last, _ in acquired(r) for o in range(first, last + 1)}
@@ -232,26 +267,7 @@ def test_read_committed_delivers_committed_records_only(cluster: BackgroundClust
     group = f"rc-{uuid.uuid4().hex[:8]}"
 
     async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
-        Alter = IncrementalAlterConfigsRequest
-        r = await client.request(
-            Alter(
-                resources=[
-                    Alter.AlterConfigsResource(
-                        resource_type=32,  # GROUP
-                        resource_name=group,
-                        configs=[
-                            Alter.AlterableConfig(
-                                name="share.isolation.level",
-                                config_operation=0,
-                                value="read_committed",
-                            )
-                        ],
-                    )
-                ],
-                validate_only=False,
-            )
-        )
-        assert r.responses[0].error_code == 0
+        await set_group_config(client, group, "share.isolation.level", "read_committed")
         m = Member(client, topic_id, f"m-{uuid.uuid4().hex[:8]}", group)
         await m.join(topic)
         await m.fetch()

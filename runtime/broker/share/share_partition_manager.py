@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kafkagen.runtime.errors import (
+    InvalidRecordStateError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
     KafkaError,
@@ -45,7 +46,7 @@ from ..storage.replica_manager import (
     ReplicaManager,
 )
 from .persister import ShareStatePersister
-from .share_partition import SharePartition
+from .share_partition import AckType, SharePartition
 
 __all__ = ["FINAL_EPOCH", "PartitionResult", "SharePartitionManager"]
 
@@ -188,6 +189,9 @@ class SharePartitionManager:
 
     def lock_duration_ms(self, group_id: str) -> int:
         return int(self._group_cfg(group_id, "share.record.lock.duration.ms"))
+
+    def _renewals_allowed(self, group_id: str) -> bool:
+        return self._group_cfg(group_id, "share.renew.acknowledge.enable").lower() == "true"
 
     def isolation_level(self, group_id: str) -> int:
         committed = self._group_cfg(group_id, "share.isolation.level").lower()
@@ -443,6 +447,12 @@ class SharePartitionManager:
     ) -> KafkaError | None:
         try:
             _, partition = self._leader(k)
+            if not self._renewals_allowed(group_id) and any(
+                AckType.RENEW in types for _, _, types in batches
+            ):
+                raise InvalidRecordStateError(
+                    f"group {group_id} does not renew locks (share.renew.acknowledge.enable)"
+                )
             sp = self._share_partition(group_id, k, partition)
             renewal = sp.new_lock()
             renewed = False
