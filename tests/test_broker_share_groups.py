@@ -208,7 +208,10 @@ def test_records_of_an_aborted_batch_are_archived_undelivered() -> None:
 VERSIONS = ApiVersionsRequest(client_software_name="test", client_software_version="1")
 
 
-async def set_group_config(client: Any, group: str, name: str, value: str) -> None:
+async def configured_member(
+    client: Any, topic: str, topic_id: uuid.UUID, group: str, name: str, value: str
+) -> Member:
+    """A member of ``group`` (given the group config ``name``) with its session open."""
     Alter = IncrementalAlterConfigsRequest
     r = await client.request(
         Alter(
@@ -223,16 +226,19 @@ async def set_group_config(client: Any, group: str, name: str, value: str) -> No
         )
     )
     assert r.responses[0].error_code == 0
+    m = Member(client, topic_id, f"m-{uuid.uuid4().hex[:8]}", group)
+    await m.join(topic)
+    await m.fetch()
+    return m
 
 
 def test_renewals_are_refused_when_the_group_disables_them(cluster: BackgroundCluster) -> None:
     group = f"nr-{uuid.uuid4().hex[:8]}"
 
     async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
-        await set_group_config(client, group, "share.renew.acknowledge.enable", "false")
-        m = Member(client, topic_id, f"m-{uuid.uuid4().hex[:8]}", group)
-        await m.join(topic)
-        await m.fetch()
+        m = await configured_member(
+            client, topic, topic_id, group, "share.renew.acknowledge.enable", "false"
+        )
         await produce(2)
         assert acquired(await m.fetch(wait_ms=2000)) == [(0, 1, 1)]
         r = await m.fetch(acks=[(0, 1, AckType.RENEW)])
@@ -267,10 +273,9 @@ def test_read_committed_delivers_committed_records_only(cluster: BackgroundClust
     group = f"rc-{uuid.uuid4().hex[:8]}"
 
     async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
-        await set_group_config(client, group, "share.isolation.level", "read_committed")
-        m = Member(client, topic_id, f"m-{uuid.uuid4().hex[:8]}", group)
-        await m.join(topic)
-        await m.fetch()
+        m = await configured_member(
+            client, topic, topic_id, group, "share.isolation.level", "read_committed"
+        )
         p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": group})
         p.init_transactions(30)
         for value, commit in ((b"committed", True), (b"aborted", False), (b"open", None)):

@@ -153,12 +153,7 @@ class SharePartition:
             for offset in range(max(first, self.start_offset), min(last + 1, end)):
                 if len(acquired) >= max_records:
                     break
-                record = self._records.get(offset)
-                if offset >= self.next_offset:
-                    if len(self._records) >= self.max_in_flight:
-                        break
-                    record = self._records[offset] = _InFlight(RecordState.AVAILABLE, 0)
-                    self.next_offset = offset + 1
+                record = self._enter(offset)
                 if record is None or record.state is not RecordState.AVAILABLE:
                     continue
                 record.state = RecordState.ACQUIRED
@@ -178,15 +173,20 @@ class SharePartition:
                 ranges.append((offset, offset, count))
         return ranges, used, lock
 
+    def _enter(self, offset: int) -> _InFlight | None:
+        """The in-flight record at ``offset``, entered as available when the window first
+        reaches it; None if it is done already or the window is full."""
+        if offset >= self.next_offset:
+            if len(self._records) >= self.max_in_flight:
+                return None
+            self._records[offset] = _InFlight(RecordState.AVAILABLE, 0)
+            self.next_offset = offset + 1
+        return self._records.get(offset)
+
     def _archive_unread(self, first: int, end: int) -> None:
         """Archive the records in [first, end) that nobody holds or has finished with."""
         for offset in range(max(first, self.start_offset), end):
-            record = self._records.get(offset)
-            if offset >= self.next_offset:
-                if len(self._records) >= self.max_in_flight:
-                    return
-                record = self._records[offset] = _InFlight(RecordState.AVAILABLE, 0)
-                self.next_offset = offset + 1
+            record = self._enter(offset)
             if record is not None and record.state is RecordState.AVAILABLE:
                 record.state = RecordState.ARCHIVED
 
