@@ -16,6 +16,7 @@ from broker_helpers import WireClient
 from kafkagen.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest
+from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.metadata import MetadataRequest
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.generated.share_fetch import ShareFetchRequest
@@ -26,7 +27,7 @@ from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.share.share_partition import AckType, SharePartition
 from kafkagen.runtime.client import connect
 from kafkagen.runtime.errors import ErrorCode, InvalidRecordStateError, InvalidRequestError
-from kafkagen.runtime.records import Record, build_batch
+from kafkagen.runtime.records import Record, build_batch, iter_batches
 
 LOCK_MS = 1000
 GROUP = "g"
@@ -46,14 +47,17 @@ def cluster() -> Iterator[BackgroundCluster]:
 class Member:
     """A member of the share group, fetching within its own share session."""
 
-    def __init__(self, client: Any, topic_id: uuid.UUID, name: str) -> None:
-        self.client, self.topic_id, self.name = client, topic_id, name
+    def __init__(self, client: Any, topic_id: uuid.UUID, name: str, group: str = GROUP) -> None:
+        self.client, self.topic_id, self.name, self.group = client, topic_id, name, group
         self.epoch = 0
 
     async def join(self, topic: str) -> None:
         r = await self.client.request(
             ShareGroupHeartbeatRequest(
-                group_id=GROUP, member_id=self.name, member_epoch=0, subscribed_topic_names=[topic]
+                group_id=self.group,
+                member_id=self.name,
+                member_epoch=0,
+                subscribed_topic_names=[topic],
             )
         )
         assert r.error_code == 0
@@ -66,7 +70,7 @@ class Member:
         ]
         r = await self.client.request(
             F(
-                group_id=GROUP,
+                group_id=self.group,
                 member_id=self.name,
                 share_session_epoch=self.epoch,
                 max_wait_ms=wait_ms,
@@ -170,7 +174,7 @@ def test_no_more_records_are_in_flight_than_the_cap(cluster: BackgroundCluster) 
 
 def test_the_start_offset_moves_past_finished_records_only() -> None:
     sp = SharePartition(start_offset=10, delivery_limit=3, max_in_flight=100)
-    ranges, used, _ = sp.acquire("m", [(10, 14)], high_watermark=15, max_records=100)
+    ranges, used, _ = sp.acquire("m", [(10, 14)], end=15, max_records=100)
     assert ranges == [(10, 14, 1)] and used == {0}
     assert sp.end_offset == 14
     sp.acknowledge("m", 11, 11, [AckType.ACCEPT], 0)
@@ -184,13 +188,127 @@ def test_the_start_offset_moves_past_finished_records_only() -> None:
     # One type per offset: 12 released, 13 and 14 accepted.
     sp.acknowledge("m", 12, 14, [AckType.RELEASE, AckType.ACCEPT, AckType.ACCEPT], 0)
     assert sp.start_offset == 12
-    ranges, _, _ = sp.acquire("m", [(10, 14)], high_watermark=15, max_records=100)
+    ranges, _, _ = sp.acquire("m", [(10, 14)], end=15, max_records=100)
     assert ranges == [(12, 12, 2)]
     sp.acknowledge("m", 12, 12, [AckType.ACCEPT], 0)
     assert sp.start_offset == 15 and sp.in_flight() == 0
 
 
+def test_records_of_an_aborted_batch_are_archived_undelivered() -> None:
+    sp = SharePartition(start_offset=0, delivery_limit=3, max_in_flight=100)
+    batches = [(0, 1), (2, 2), (3, 4), (5, 5)]  # data, marker, aborted data, marker
+    ranges, used, _ = sp.acquire("m", batches, end=6, max_records=100, aborted=frozenset({2}))
+    assert ranges == [(0, 2, 1), (5, 5, 1)] and used == {0, 1, 3}
+    sp.acknowledge("m", 0, 2, [AckType.ACCEPT], 0)
+    assert sp.start_offset == 5  # moved past the archived records
+    with pytest.raises(InvalidRecordStateError):
+        sp.acknowledge("m", 3, 3, [AckType.ACCEPT], 0)
+
+
 VERSIONS = ApiVersionsRequest(client_software_name="test", client_software_version="1")
+
+
+async def configured_member(
+    client: Any, topic: str, topic_id: uuid.UUID, group: str, name: str, value: str
+) -> Member:
+    """A member of ``group`` (given the group config ``name``) with its session open."""
+    Alter = IncrementalAlterConfigsRequest
+    r = await client.request(
+        Alter(
+            resources=[
+                Alter.AlterConfigsResource(
+                    resource_type=32,  # GROUP
+                    resource_name=group,
+                    configs=[Alter.AlterableConfig(name=name, config_operation=0, value=value)],
+                )
+            ],
+            validate_only=False,
+        )
+    )
+    assert r.responses[0].error_code == 0
+    m = Member(client, topic_id, f"m-{uuid.uuid4().hex[:8]}", group)
+    await m.join(topic)
+    await m.fetch()
+    return m
+
+
+def test_renewals_are_refused_when_the_group_disables_them(cluster: BackgroundCluster) -> None:
+    group = f"nr-{uuid.uuid4().hex[:8]}"
+
+    async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
+        m = await configured_member(
+            client, topic, topic_id, group, "share.renew.acknowledge.enable", "false"
+        )
+        await produce(2)
+        assert acquired(await m.fetch(wait_ms=2000)) == [(0, 1, 1)]
+        r = await m.fetch(acks=[(0, 1, AckType.RENEW)])
+        assert ack_errors(r) == [ErrorCode.INVALID_RECORD_STATE]
+        # Still held by the member: accepting them succeeds.
+        assert ack_errors(await m.fetch(acks=[(0, 1, AckType.ACCEPT)])) == [0]
+
+    run(cluster, scenario)
+
+
+def delivered(r: Any) -> dict[int, bytes | None]:
+    """The data records of a share fetch answer that were acquired, by offset."""
+    held = {o for first, last, _ in acquired(r) for o in range(first, last + 1)}
+    return {
+        rec.offset: rec.value
+        for t in r.responses
+        for p in t.partitions
+        for b in iter_batches(p.records or b"")
+        if not b.is_control
+        for rec in b
+        if rec.offset in held
+    }
+
+
+@pytest.mark.slow
+def test_read_committed_delivers_committed_records_only(cluster: BackgroundCluster) -> None:
+    """A group with share.isolation.level=read_committed, fed by librdkafka's transactional
+    producer: a committed transaction is delivered, an aborted one never is, and an open
+    one waits for its commit."""
+    from confluent_kafka import Producer
+
+    group = f"rc-{uuid.uuid4().hex[:8]}"
+
+    async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
+        m = await configured_member(
+            client, topic, topic_id, group, "share.isolation.level", "read_committed"
+        )
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": group})
+        p.init_transactions(30)
+        for value, commit in ((b"committed", True), (b"aborted", False), (b"open", None)):
+            p.begin_transaction()
+            p.produce(topic, value, partition=0)
+            p.flush(30)  # written before the transaction ends
+            if commit:
+                p.commit_transaction(30)
+            elif commit is False:
+                p.abort_transaction(30)
+        # Offsets: 0 committed, 1 its marker, 2 aborted, 3 its marker, 4 open.
+        seen: dict[int, bytes | None] = {}
+        offsets: set[int] = set()
+        acks: list[tuple[int, int, int]] = []
+        deadline = time.monotonic() + 20
+        while 3 not in offsets and time.monotonic() < deadline:
+            r = await m.fetch(acks=acks, wait_ms=500)
+            acks = [(a, b, AckType.ACCEPT) for a, b, _ in acquired(r)]
+            offsets |= {o for a, b, _ in acks for o in range(a, b + 1)}
+            seen |= delivered(r)
+        assert seen == {0: b"committed"}
+        assert 2 not in offsets and 4 not in offsets, offsets
+        # The open transaction is past the last stable offset until it commits.
+        r = await m.fetch(acks=acks, wait_ms=300)
+        assert acquired(r) == []
+        p.commit_transaction(30)
+        deadline = time.monotonic() + 20
+        got: dict[int, bytes | None] = {}
+        while not got and time.monotonic() < deadline:
+            got = delivered(await m.fetch(wait_ms=500))
+        assert got == {4: b"open"}
+
+    run(cluster, scenario)
 
 
 def test_share_apis_are_hidden_and_answer_unsupported_version_while_share_version_is_0() -> None:

@@ -28,11 +28,12 @@ from kafkagen.runtime.jsonform import uuid_to_json
 
 from .core import Session, scenario
 from .group_scenarios import consumer_protocol_member
-from .messages import batch
+from .messages import batch, produce
+from .txn_scenarios import _end, _settled, _txn
 
 #: Member ids: a share consumer names itself.
 MEMBER = "share-member-0000000001"
-ACCEPT, RELEASE = 1, 2
+ACCEPT, RELEASE, RENEW = 1, 2, 4
 #: FindCoordinator's key type of a share partition (its share coordinator).
 SHARE_KEY = 2
 NOT_COORDINATOR, LOADING = 16, 14
@@ -339,6 +340,59 @@ async def sa_no_session(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     await s.call(_ack(s, g, t, 1, [(0, 0, ACCEPT)]), node=await s.leader(t))
+
+
+@scenario(
+    "ShareAcknowledge",
+    "read-committed",
+    "share.isolation.level=read_committed: records of an aborted transaction are never "
+    "acquired; the committed ones and both markers are",
+)
+async def sa_read_committed(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.setup(
+        _group_configs(
+            g, share_isolation_level="read_committed", share_auto_offset_reset="earliest"
+        )
+    )
+    leader = await s.leader(t)
+    # Offsets 0-1 committed, 2 their marker, 3-4 aborted, 5 their marker.
+    for part, commit in (("committed", True), ("aborted", False)):
+        x = await _txn(s, part)
+        await x.add(t, record=False)
+        await s.setup(produce(t, x.batch(), transactional_id=x.tid), node=leader)
+        await s.setup(_end(x.tid, x.pid, x.epoch, commit), node=x.node)
+        await _settled(s, t, leader)
+    await _joined(s, g, t)
+    # Kafka starts the partition's share state in the background and may acquire the six
+    # offsets over more than one fetch: fetch (bounded) until the last one is acquired.
+    epoch = 0
+    for _ in range(10):
+        r = await s.setup(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=leader)
+        epoch += 1
+        got = [a for tp in r.responses for p in tp.partitions for a in p.acquired_records]
+        if any(a.last_offset >= 5 for a in got):
+            break
+    await s.call(_ack(s, g, t, epoch, [(3, 4, ACCEPT)]), node=leader)
+    await s.call(_ack(s, g, t, epoch + 1, [(0, 2, ACCEPT), (5, 5, ACCEPT)]), node=leader)
+
+
+@scenario(
+    "ShareAcknowledge",
+    "renew-disabled",
+    "share.renew.acknowledge.enable=false: renewing acquired records' locks, then accepting",
+)
+async def sa_renew_disabled(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    await s.setup(_group_configs(g, share_renew_acknowledge_enable="false"))
+    node, epoch = await _started(s, g, t)
+    await s.setup(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
+    renew = _ack(s, g, t, epoch + 1, [(0, 2, RENEW)])
+    renew.is_renew_ack = True
+    await s.call(renew, node=node)
+    await s.call(_ack(s, g, t, epoch + 2, [(0, 2, ACCEPT)]), node=node)
 
 
 # ---------------------------------------------------------------------- share offsets

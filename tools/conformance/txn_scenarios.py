@@ -22,6 +22,7 @@ from .messages import batch, fetch, list_offsets, produce
 
 #: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS.
 _RETRIABLE = (14, 15, 51)
+NOT_COORDINATOR = 16
 #: The versions of AddPartitionsToTxn clients use (v4+ is for brokers).
 ADD_PARTITIONS_CLIENT_VERSION = 3
 #: The last versions of transactions v1, where the client adds partitions and offsets
@@ -78,7 +79,9 @@ async def _txn(s: Session, part: str = "tx") -> _Txn:
     node = await s.coordinator(tid, 1)
     for _ in range(100):  # bounded: a coordinator still loading its partition says so
         r = await s.setup(_init(tid), node=node)
-        if r.error_code not in _RETRIABLE:
+        if r.error_code == NOT_COORDINATOR:  # a cluster just started may still move it
+            node = await s.coordinator(tid, 1)
+        elif r.error_code not in _RETRIABLE:
             break
         await asyncio.sleep(0.1)
     if r.error_code != 0:

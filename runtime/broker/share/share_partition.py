@@ -111,12 +111,12 @@ class SharePartition:
     def in_flight(self) -> int:
         return len(self._records)
 
-    def first_fetchable(self, high_watermark: int) -> int | None:
+    def first_fetchable(self, end: int) -> int | None:
         """The lowest offset `acquire` could take now, None if none."""
         for offset in sorted(self._records):
             if self._records[offset].state is RecordState.AVAILABLE:
                 return offset
-        if self.next_offset < high_watermark and len(self._records) < self.max_in_flight:
+        if self.next_offset < end and len(self._records) < self.max_in_flight:
             return self.next_offset
         return None
 
@@ -133,26 +133,27 @@ class SharePartition:
         self,
         member_id: str,
         batches: Iterable[tuple[int, int]],
-        high_watermark: int,
+        end: int,
         max_records: int,
+        aborted: frozenset[int] = frozenset(),
     ) -> tuple[list[tuple[int, int, int]], set[int], int]:
         """Acquire for ``member_id`` up to ``max_records`` available records among the
-        log's ``batches`` (first, last offset). Returns the acquired ranges (first, last,
-        delivery count), the indexes of the batches they lie in, and their lock token."""
+        log's ``batches`` (first, last offset) below ``end``; the records of the batches
+        indexed in ``aborted`` (aborted transactions' data) are archived undelivered.
+        Returns the acquired ranges (first, last, delivery count), the indexes of the
+        batches they lie in, and their lock token."""
         self._locks += 1
         lock = self._locks
         acquired: list[int] = []
         used: set[int] = set()
         for i, (first, last) in enumerate(batches):
-            for offset in range(max(first, self.start_offset), min(last + 1, high_watermark)):
+            if i in aborted:
+                self._archive_unread(max(first, self.start_offset), min(last + 1, end))
+                continue
+            for offset in range(max(first, self.start_offset), min(last + 1, end)):
                 if len(acquired) >= max_records:
                     break
-                record = self._records.get(offset)
-                if offset >= self.next_offset:
-                    if len(self._records) >= self.max_in_flight:
-                        break
-                    record = self._records[offset] = _InFlight(RecordState.AVAILABLE, 0)
-                    self.next_offset = offset + 1
+                record = self._enter(offset)
                 if record is None or record.state is not RecordState.AVAILABLE:
                     continue
                 record.state = RecordState.ACQUIRED
@@ -161,6 +162,8 @@ class SharePartition:
                 record.lock = lock
                 acquired.append(offset)
                 used.add(i)
+        if aborted:
+            self._advance()
         ranges: list[tuple[int, int, int]] = []
         for offset in acquired:
             count = self._records[offset].delivery_count
@@ -169,6 +172,23 @@ class SharePartition:
             else:
                 ranges.append((offset, offset, count))
         return ranges, used, lock
+
+    def _enter(self, offset: int) -> _InFlight | None:
+        """The in-flight record at ``offset``, entered as available when the window first
+        reaches it; None if it is done already or the window is full."""
+        if offset >= self.next_offset:
+            if len(self._records) >= self.max_in_flight:
+                return None
+            self._records[offset] = _InFlight(RecordState.AVAILABLE, 0)
+            self.next_offset = offset + 1
+        return self._records.get(offset)
+
+    def _archive_unread(self, first: int, end: int) -> None:
+        """Archive the records in [first, end) that nobody holds or has finished with."""
+        for offset in range(max(first, self.start_offset), end):
+            record = self._enter(offset)
+            if record is not None and record.state is RecordState.AVAILABLE:
+                record.state = RecordState.ARCHIVED
 
     def acknowledge(
         self, member_id: str, first: int, last: int, types: list[int], renewed_lock: int

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kafkagen.runtime.errors import (
+    InvalidRecordStateError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
     KafkaError,
@@ -29,16 +30,23 @@ from kafkagen.runtime.errors import (
     UnknownTopicIdError,
 )
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkagen.runtime.records import iter_batches
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
 from ..config.group_configs import group_setting, reset_duration_ms
 from ..config.store import ConfigStore
 from ..metadata.cluster_metadata import ClusterMetadata
-from ..storage.partition import Partition
-from ..storage.replica_manager import FetchInfo, FetchParams, ReplicaManager
+from ..storage.partition import ABORT_MARKER, Partition, parse_control_key
+from ..storage.replica_manager import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    FetchInfo,
+    FetchParams,
+    ReplicaManager,
+)
 from .persister import ShareStatePersister
-from .share_partition import SharePartition
+from .share_partition import AckType, SharePartition
 
 __all__ = ["FINAL_EPOCH", "PartitionResult", "SharePartitionManager"]
 
@@ -127,6 +135,24 @@ def _batches(records: bytes) -> list[tuple[int, int, bytes]]:
     return out
 
 
+def _aborted_bases(records: bytes, aborted: list[tuple[int, int]]) -> set[int]:
+    """Base offsets of the batches in ``records`` holding data of the ``aborted``
+    transactions (producer id, first offset), which read_committed never delivers."""
+    pending = sorted(aborted, key=lambda a: a[1])
+    aborting: set[int] = set()
+    out: set[int] = set()
+    for batch in iter_batches(records, verify_crc=False, allow_truncated=True):
+        while pending and pending[0][1] <= batch.last_offset:
+            aborting.add(pending.pop(0)[0])
+        if batch.is_control:
+            markers = batch.records()
+            if markers and parse_control_key(markers[0].key) == ABORT_MARKER:
+                aborting.discard(batch.producer_id)
+        elif batch.is_transactional and batch.producer_id in aborting:
+            out.add(batch.base_offset)
+    return out
+
+
 class SharePartitionManager:
     """The share sessions and share partitions of one broker."""
 
@@ -163,6 +189,13 @@ class SharePartitionManager:
 
     def lock_duration_ms(self, group_id: str) -> int:
         return int(self._group_cfg(group_id, "share.record.lock.duration.ms"))
+
+    def _renewals_allowed(self, group_id: str) -> bool:
+        return self._group_cfg(group_id, "share.renew.acknowledge.enable").lower() == "true"
+
+    def isolation_level(self, group_id: str) -> int:
+        committed = self._group_cfg(group_id, "share.isolation.level").lower()
+        return READ_COMMITTED if committed == "read_committed" else READ_UNCOMMITTED
 
     # -- sessions -----------------------------------------------------------------------
 
@@ -267,7 +300,12 @@ class SharePartitionManager:
                 self._acquire_all(group_id, member_id, keys, results, max_bytes, max_records)
             answer()
 
-        params = FetchParams(max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes)
+        params = FetchParams(
+            max_wait_ms=max_wait_ms,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=self.isolation_level(group_id),
+        )
         self.replica_manager.fetch_messages(params, waiting, woken)
 
     def share_acknowledge(
@@ -370,23 +408,32 @@ class SharePartitionManager:
             if partition.log.log_start_offset > sp.start_offset:
                 sp.move_start(partition.log.log_start_offset)
                 self._persist(group_id, k, sp)
-            start = sp.first_fetchable(partition.high_watermark)
+            isolation = self.isolation_level(group_id)
+            end = partition.upper_bound(False, isolation == READ_COMMITTED)
+            start = sp.first_fetchable(end)
             if start is None or budget <= 0:
                 if sp.in_flight() < sp.max_in_flight:
                     waiting.append((tp, FetchInfo(sp.next_offset, max_bytes)))
                 continue
-            params = FetchParams(max_bytes=max_bytes)
+            params = FetchParams(max_bytes=max_bytes, isolation_level=isolation)
             read = self.replica_manager.read_from_local_log(
                 params, [(tp, FetchInfo(start, max_bytes))]
-            )
-            if read[0][1].error is not None:
-                result.error = read[0][1].error
+            )[0][1]
+            if read.error is not None:
+                result.error = read.error
                 continue
-            batches = _batches(read[0][1].records)
+            batches = _batches(read.records)
+            aborted = _aborted_bases(read.records, read.aborted_transactions or [])
             ranges, used, lock = sp.acquire(
-                member_id, [(b[0], b[1]) for b in batches], partition.high_watermark, budget
+                member_id,
+                [(b[0], b[1]) for b in batches],
+                end,
+                budget,
+                frozenset(i for i, b in enumerate(batches) if b[0] in aborted),
             )
             if not ranges:
+                if aborted:
+                    self._persist(group_id, k, sp)
                 continue
             budget -= sum(last - first + 1 for first, last, _ in ranges)
             result.acquired = ranges
@@ -400,6 +447,12 @@ class SharePartitionManager:
     ) -> KafkaError | None:
         try:
             _, partition = self._leader(k)
+            if not self._renewals_allowed(group_id) and any(
+                AckType.RENEW in types for _, _, types in batches
+            ):
+                raise InvalidRecordStateError(
+                    f"group {group_id} does not renew locks (share.renew.acknowledge.enable)"
+                )
             sp = self._share_partition(group_id, k, partition)
             renewal = sp.new_lock()
             renewed = False
