@@ -178,10 +178,15 @@ async def send_random_requests(
     connections: int = 8,
     corrupt_every: int = 4,
     limit: float = 10.0,
+    names: int = 0,
 ) -> RequestStats:
     """Send up to ``count`` random requests within ``seconds`` over ``connections``
     connections to the first broker of ``bootstrap``; one in ``corrupt_every`` is
-    corrupted (a flipped bit, a cut, inserted bytes or a bent length)."""
+    corrupted (a flipped bit, a cut, inserted bytes or a bent length).
+
+    With ``names``, every string a request carries (topic, group and transactional ids
+    among them) is one of that many random strings drawn once from ``seed``, so what the
+    requests create on the broker is bounded and a long run's memory can level off."""
     host, _, port_text = bootstrap.split(",")[0].rpartition(":")
     port = int(port_text)
     supported = await _supported(host, port)
@@ -190,9 +195,11 @@ async def send_random_requests(
     deadline = time.monotonic() + seconds
     started = time.monotonic()
 
+    pool = _name_pool(seed, names) if names else None
+
     async def worker(i: int) -> None:
         rnd = random.Random(f"{seed}-{i}")
-        gen = RandomGen(rnd)
+        gen = RandomGen(rnd) if pool is None else _PooledGen(rnd, pool)
         c = _Connection(host, port)
         await c.open()
         try:
@@ -234,6 +241,25 @@ async def send_random_requests(
     await asyncio.gather(*(worker(i) for i in range(connections)))
     stats.seconds = time.monotonic() - started
     return stats
+
+
+def _name_pool(seed: int, size: int) -> list[str]:
+    gen = RandomGen(random.Random(f"{seed}-names"))
+    return [gen.str() for _ in range(size)]
+
+
+class _PooledGen(RandomGen):
+    """A RandomGen whose strings all come from a fixed pool (the builders then take the
+    Python walk, which asks it for each string)."""
+
+    __slots__ = ("pool",)
+
+    def __init__(self, rnd: random.Random, pool: list[str]) -> None:
+        super().__init__(rnd)
+        self.pool = pool
+
+    def str(self) -> str:
+        return self.pool[self.rng.randrange(len(self.pool))]
 
 
 async def _exchange(
