@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_helpers import WireClient
+from broker_helpers import WireClient, assert_kafka_reads_coordinator_records
 from kafkagen.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest
@@ -23,11 +23,19 @@ from kafkagen.generated.share_fetch import ShareFetchRequest
 from kafkagen.generated.share_group_describe import ShareGroupDescribeRequest
 from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafkagen.generated.update_features import UpdateFeaturesRequest
+from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.share.share_group_model import ShareGroup, ShareMember
+from kafkagen.runtime.broker.share.share_group_records import (
+    decode_group,
+    decode_state_key,
+    encode_group,
+)
 from kafkagen.runtime.broker.share.share_partition import AckType, SharePartition
 from kafkagen.runtime.client import connect
 from kafkagen.runtime.errors import ErrorCode, InvalidRecordStateError, InvalidRequestError
 from kafkagen.runtime.records import Record, build_batch, iter_batches
+from kafkagen.runtime.topic_partition import TopicPartition
 
 LOCK_MS = 1000
 GROUP = "g"
@@ -436,3 +444,121 @@ def _run_on(cluster: BackgroundCluster, topic: str, scenario: Any) -> None:
             await scenario(client, topic_id, produce)
 
     asyncio.run(go())
+
+
+# -- the group's records and a coordinator that moves ------------------------------------
+
+
+def _described_share_group(w: WireClient, group_id: str) -> dict[str, Any]:
+    r = w.call(77, 1, ShareGroupDescribeRequest(group_ids=[group_id]))
+    (group,) = r.to_json(1)["groups"]
+    assert group["errorCode"] == 0, group
+    return dict(group)
+
+
+def _beat(w: WireClient, member: str, epoch: int, topic: str | None = None) -> Any:
+    r = w.call(
+        76,
+        1,
+        ShareGroupHeartbeatRequest(
+            group_id="moving-share",
+            member_id=member,
+            member_epoch=epoch,
+            subscribed_topic_names=None if topic is None else [topic],
+        ),
+    )
+    assert r.error_code == 0, r
+    return r
+
+
+@pytest.mark.slow
+@pytest.mark.kafka_cluster(
+    brokers=3,
+    configs={
+        "offsets.topic.num.partitions": 1,
+        "offsets.topic.replication.factor": 3,
+        "group.share.session.timeout.ms": 30_000,
+    },
+)
+def test_a_new_coordinator_rebuilds_the_share_group_from_its_records(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl
+) -> None:
+    """Members, their partitions and epochs, and the group's initialised share partitions
+    are written to ``__consumer_offsets``; the broker that takes the partition over
+    answers for the group as the old coordinator did, without a new group epoch."""
+    kafka_cluster.create_topic("jobs", 4, 3)
+    brokers = kafka_cluster.cluster.brokers
+    kafka_cluster.call(brokers[0].group_coordinator.ensure_offsets_topic)
+    addresses = kafka_cluster.bootstrap_servers.split(",")
+    _, old = kafka_control.coordinator_of("moving-share")
+    names = ["share-member-00000000001", "share-member-00000000002", "share-member-00000000003"]
+    with WireClient(addresses[old]) as w:
+        epochs = {name: _beat(w, name, 0, "jobs").member_epoch for name in names}
+        for name in names:  # each takes the group's epoch
+            epochs[name] = _beat(w, name, epochs[name]).member_epoch
+        assert _beat(w, names[2], epochs[names[2]], None).member_epoch == epochs[names[2]]
+        assert _beat(w, names[2], -1).member_epoch == -1  # leaves: its records go
+        for name in names[:2]:
+            epochs[name] = _beat(w, name, epochs[name]).member_epoch
+        before = _described_share_group(w, "moving-share")
+    assert sorted(m["memberId"] for m in before["members"]) == names[:2]
+    assert _initialized(kafka_cluster, old) == {0, 1, 2, 3}
+    _replicated(kafka_cluster, old)
+    kafka_control.stop_broker(old)
+    _, new = kafka_control.coordinator_of("moving-share")
+    assert new not in (old, -1)
+    with WireClient(addresses[new]) as w:
+        assert _described_share_group(w, "moving-share") == before
+        for name in names[:2]:
+            r = _beat(w, name, epochs[name])
+            assert r.member_epoch == epochs[name]  # no new epoch at the new coordinator
+    assert _initialized(kafka_cluster, new) == {0, 1, 2, 3}
+
+
+def _replicated(cluster: KafkaCluster, node: int) -> None:
+    """Wait, at most 10 s, until ``__consumer_offsets``-0 on ``node`` has every record it
+    wrote replicated (its high watermark at its log end)."""
+    partition = cluster.cluster.brokers[node].replica_manager.partitions[
+        TopicPartition("__consumer_offsets", 0)
+    ]
+    deadline = time.monotonic() + 10
+    while cluster.call(lambda: partition.high_watermark < partition.log.log_end_offset):
+        assert time.monotonic() < deadline, "the offsets topic was not replicated in 10 s"
+        time.sleep(0.05)
+
+
+def _initialized(cluster: KafkaCluster, node: int) -> set[int]:
+    """The partitions of "jobs" whose share state the coordinator on ``node`` knows of."""
+    shares = cluster.cluster.brokers[node].services.share_groups
+    return set(*cluster.call(lambda: list(shares.groups["moving-share"].initialized.values())))
+
+
+@pytest.mark.slow
+def test_kafkas_group_coordinator_classes_read_the_share_records_as_written() -> None:
+    """Kafka's record classes read the share records as kafkagen reads them, and kafkagen
+    reads them back as the group it wrote."""
+    topic = uuid.UUID(int=7)
+    group = ShareGroup("g1", group_epoch=4, assignment_epoch=4, initialized={topic: [0, 2]})
+    group.members["m1"] = ShareMember(
+        "m1", 4, "client-1", "/127.0.0.1", "rack-a", ["jobs"], {topic: [0, 2]}
+    )
+    records = {
+        k: v for values in encode_group(group, lambda t: "jobs").values() for k, v in values.items()
+    }
+    names = {
+        10: "ShareGroupMemberMetadata",
+        11: "ShareGroupMetadata",
+        12: "ShareGroupTargetAssignmentMetadata",
+        13: "ShareGroupTargetAssignmentMember",
+        14: "ShareGroupCurrentMemberAssignment",
+        15: "ShareGroupStatePartitionMetadata",
+    }
+    assert_kafka_reads_coordinator_records(records, names)
+    # And what kafkagen writes, it reads back as the same group.
+    replayed = {}
+    for key, value in records.items():
+        _, member_id, record_type = decode_state_key(key)  # type: ignore[misc]
+        replayed[member_id, record_type] = value
+    back = decode_group("g1", replayed)
+    assert (back.group_epoch, back.assignment_epoch, back.initialized) == (4, 4, {topic: [0, 2]})
+    assert back.members["m1"] == group.members["m1"]

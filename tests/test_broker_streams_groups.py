@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_helpers import WireClient
-from kafkagen.generated import other_type
+from broker_helpers import WireClient, assert_kafka_reads_coordinator_records
 from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest as ConsumerHbReq,
@@ -29,7 +28,6 @@ from kafkagen.generated.streams_group_topology_description_update import (
     StreamsGroupTopologyDescriptionUpdateRequest as TopologyUpdate,
 )
 from kafkagen.generated.update_features import UpdateFeaturesRequest
-from kafkagen.oracle import KafkaOracle, compare, kafkagen_read
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.group.sticky_task_assignor import AssignorMember, Tasks, assign
@@ -627,9 +625,6 @@ def test_the_records_round_trip_a_group() -> None:
 
 @pytest.mark.slow
 def test_kafkas_group_coordinator_classes_read_the_records_as_written() -> None:
-    """Each key and value, without its two-byte record type or version, is read by Kafka
-    4.4's generated record classes to the same JSON form kafkagen reads, and Kafka writes
-    that form back to the same bytes."""
     group = _sample_group()
     records = {**encode_group(group), **encode_member(group, group.members["m1"])}
     names = {
@@ -640,25 +635,7 @@ def test_kafkas_group_coordinator_classes_read_the_records_as_written() -> None:
         22: "StreamsGroupCurrentMemberAssignment",
         23: "StreamsGroupTopology",
     }
-    items, classes = [], []
-    for key, value in records.items():
-        record_type = decode_state_key(key)[2]  # type: ignore[index]
-        items += [(record_type, "coordinator-key", 0, key[2:])]
-        items += [(record_type, "coordinator-value", 0, value[2:])]
-        classes += [
-            other_type(names[record_type] + "Key"),
-            other_type(names[record_type] + "Value"),
-        ]
-    with KafkaOracle(coordinator_records=True) as kafka:
-        theirs = kafka.read(items)
-        written = kafka.write(
-            [(a, k, 0, t.json) for (a, k, _, _), t in zip(items, theirs, strict=True)]
-        )
-    assert len(theirs) == 12 and all(t.ok for t in theirs)
-    for cls, (_, _, version, data), kafka_read in zip(classes, items, theirs, strict=True):
-        ours = kafkagen_read(cls, version, data)
-        assert compare(ours, kafka_read) is None, (cls.__name__, kafka_read)
-    assert [w.data for w in written] == [data for *_, data in items]
+    assert_kafka_reads_coordinator_records(records, names)
 
 
 # -- DescribeGroups and streams.version (as a Kafka 4.4 node answered when probed) -------

@@ -60,13 +60,20 @@ class CoordinatorLog:
         self._replication_config = replication_config
         self._segment_config = segment_config
         self._write_timeout_ms = write_timeout_ms
-        self._on_load = on_load
-        self._on_unload = on_unload
+        #: (on load, on unload) of each coordinator keeping state in this topic.
+        self._listeners = [(on_load, on_unload)]
         #: Partition this broker leads (so coordinates) -> its leader epoch when taken over.
         self.owned: dict[int, int] = {}
         #: Set by the coordinator's shutdown: every key is then refused.
         self.shut_down = False
         replica_manager.role_listeners.append(self._on_role_change)
+
+    def add_listener(
+        self, on_load: Callable[[Partition], None], on_unload: Callable[[int], None]
+    ) -> None:
+        """Another coordinator whose records share this topic (share groups' in
+        ``__consumer_offsets``) loads and unloads with each partition too."""
+        self._listeners.append((on_load, on_unload))
 
     def cfg(self, name: str) -> int:
         """An integer broker config of this broker."""
@@ -134,10 +141,12 @@ class CoordinatorLog:
         index = partition.tp.partition
         if leader and index not in self.owned:
             self.owned[index] = partition.leader_epoch
-            self._on_load(partition)
+            for on_load, _ in self._listeners:
+                on_load(partition)
         elif not leader and index in self.owned:
             del self.owned[index]
-            self._on_unload(index)
+            for _, on_unload in self._listeners:
+                on_unload(index)
 
     # -- writing ----------------------------------------------------------------------
 

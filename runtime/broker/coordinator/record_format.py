@@ -13,8 +13,12 @@ from collections.abc import Mapping
 from typing import TypeVar
 
 from kafkagen.runtime.message import Message
+from kafkagen.runtime.records import Record
 
-__all__ = ["decode_key", "decode_value", "key_bytes", "value_bytes"]
+__all__ = ["changed_records", "decode_key", "decode_value", "key_bytes", "value_bytes"]
+
+#: A group's state records by owner (a member id, "" for the group's own): key -> value.
+GroupRecords = dict[str, dict[bytes, bytes]]
 
 _I16 = struct.Struct(">h")
 M = TypeVar("M", bound=Message)
@@ -57,3 +61,21 @@ def decode_value(cls: type[M], data: bytes) -> M:
         return cls.decode(data[2:], version)
     except Exception as e:
         raise ValueError(f"{cls.__name__} v{version}: {e}") from e
+
+
+def changed_records(old: GroupRecords, wanted: GroupRecords, timestamp: int) -> list[Record]:
+    """The records that take a group's state from ``old`` to ``wanted``: those whose value
+    changed, and tombstones for the owners gone."""
+    records = [
+        Record(-1, timestamp, key, value)
+        for owner, values in wanted.items()
+        for key, value in values.items()
+        if old.get(owner, {}).get(key) != value
+    ]
+    records += [
+        Record(-1, timestamp, key, None)
+        for owner, values in old.items()
+        if owner not in wanted
+        for key in values
+    ]
+    return records

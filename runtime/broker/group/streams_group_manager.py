@@ -43,6 +43,7 @@ from kafkagen.runtime.purgatory import DelayedOperationPurgatory
 from kafkagen.runtime.records import Record
 from kafkagen.runtime.timer import Timer
 
+from ..coordinator import record_format
 from ..coordinator.coordinator_log import CoordinatorLog
 from ..sorted_keys import SortedKeysDict
 from .group_model import Group, MemberDeadline
@@ -483,19 +484,7 @@ class StreamsGroupManager:
         first loses the last change, and its members rejoin where the records left them."""
         wanted = {"": encode_group(group)}
         wanted.update((mid, encode_member(group, m)) for mid, m in group.members.items())
-        old = group.persisted
-        records = [
-            Record(-1, self.log.now_ms(), key, value)
-            for mid, values in wanted.items()
-            for key, value in values.items()
-            if old.get(mid, {}).get(key) != value
-        ]
-        records += [
-            Record(-1, self.log.now_ms(), key, None)
-            for mid, values in old.items()
-            if mid not in wanted
-            for key in values
-        ]
+        records = record_format.changed_records(group.persisted, wanted, self.log.now_ms())
         group.persisted = wanted
         if records:
             self.log.append(group.group_id, records, _ignore)

@@ -6,15 +6,18 @@ once, so a member takes its new assignment with the group's epoch at once. Every
 member gets partitions: with fewer members than partitions each partition goes to one
 member; with more, each member gets one partition and partitions are shared.
 
-Groups live in the coordinator's memory (Kafka also writes them to ``__consumer_offsets``):
-they are lost when the coordinator moves. A member that does not heartbeat within
-``group.share.session.timeout.ms`` is removed when its group is next used.
+Groups are written to ``__consumer_offsets`` in Kafka's record formats
+(`share_group_records`) after each change, and the broker that takes over a partition of
+it reads them back: members, assignments and the initialised share partitions survive a
+coordinator move, each member with a fresh session. A member that does not heartbeat
+within ``group.share.session.timeout.ms`` is removed when its group is next used.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kafkagen.runtime.errors import (
     FencedMemberEpochError,
@@ -27,50 +30,31 @@ from kafkagen.runtime.errors import (
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
+from kafkagen.runtime.records import Record, iter_batches
 
 from ..config.group_configs import group_setting
 from ..config.store import ConfigStore
+from ..coordinator import record_format
 from ..coordinator.coordinator_log import CoordinatorLog
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..sorted_keys import SortedKeysDict
+from ..storage.partition import Partition
 from .persister import ShareStatePersister
+from .share_group_model import Assignment, ShareGroup, ShareMember
+from .share_group_records import GROUP_METADATA, decode_group, decode_state_key, encode_group
 from .share_partition import PartitionState
 
 __all__ = ["ASSIGNOR", "ShareGroup", "ShareGroupManager", "ShareMember", "TopicOffsets"]
+
+_log = logging.getLogger("kafkagen.broker.groups")
 
 #: The only assignor of share groups, as Kafka names it.
 ASSIGNOR = "simple"
 LEAVE_EPOCH = -1
 
-Assignment = dict[uuid.UUID, list[int]]
 #: A topic's share-partition states for offsets administration: its name, its id (None:
 #: no such topic) and each partition asked for with its state (None: never initialised).
 TopicOffsets = tuple[str, uuid.UUID | None, list[tuple[int, PartitionState | None]]]
-
-
-@dataclass(slots=True)
-class ShareMember:
-    member_id: str
-    member_epoch: int
-    client_id: str
-    client_host: str
-    rack_id: str | None
-    subscribed: list[str]
-    assignment: Assignment = field(default_factory=dict)
-    #: When the member's session ends without a heartbeat (coordinator ms).
-    deadline: int = 0
-
-
-@dataclass(slots=True)
-class ShareGroup:
-    group_id: str
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    members: dict[str, ShareMember] = field(default_factory=dict)
-
-    @property
-    def state(self) -> str:
-        return "Stable" if self.members else "Empty"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +85,7 @@ class ShareGroupManager:
         #: The share partitions' state, which offsets administration reads and resets.
         self.persister = persister
         self.groups: SortedKeysDict[str, ShareGroup] = SortedKeysDict()
+        log.add_listener(self._load, self._unload)
 
     def enabled(self) -> bool:
         """Share groups are served while the cluster has ``share.version`` finalized at 1 or
@@ -152,8 +137,12 @@ class ShareGroupManager:
     def delete(self, group_id: str) -> None:
         """Delete an empty group and its share partitions' state; raises as `empty_group`."""
         self.empty_group(group_id)
-        del self.groups[group_id]
+        group = self.groups.pop(group_id)
         self.persister.delete(group_id)
+        keys = [key for values in group.persisted.values() for key in values]
+        if keys:
+            now = self.log.now_ms()
+            self.log.append(group_id, [Record(-1, now, key, None) for key in keys], _ignore)
 
     def offsets(
         self, group_id: str, topics: list[tuple[str, list[int]]] | None
@@ -188,7 +177,7 @@ class ShareGroupManager:
         exist), creating the group if there is none: each partition's error,
         UNKNOWN_TOPIC_OR_PARTITION past the topic's partitions. Raises NON_EMPTY_GROUP
         for the whole request."""
-        self.empty_group(group_id, create=True)
+        group = self.empty_group(group_id, create=True)
         out: dict[tuple[str, int], KafkaError | None] = {}
         for name, partitions in topics:
             info = self.metadata.topic(name)
@@ -196,9 +185,11 @@ class ShareGroupManager:
             for p, offset in partitions:
                 if 0 <= p < len(info.partitions):
                     self.persister.initialize(group_id, info.topic_id, p, offset)
+                    _mark_initialized(group, info.topic_id, p)
                     out[(name, p)] = None
                 else:
                     out[(name, p)] = UnknownTopicOrPartitionError()
+        self._persist(group)
         return out
 
     def delete_offsets(
@@ -206,7 +197,7 @@ class ShareGroupManager:
     ) -> list[tuple[str, uuid.UUID | None, KafkaError | None]]:
         """Forget the empty group's state of those topics: each topic with its id and
         error. Raises GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP for the whole request."""
-        self.empty_group(group_id)
+        group = self.empty_group(group_id)
         held = {topic_id for topic_id, _ in self.persister.partitions_of(group_id)}
         out: list[tuple[str, uuid.UUID | None, KafkaError | None]] = []
         for name in names:
@@ -218,7 +209,9 @@ class ShareGroupManager:
                 out.append((name, None, error))
             else:
                 self.persister.delete(group_id, [info.topic_id])
+                group.initialized.pop(info.topic_id, None)
                 out.append((name, info.topic_id, None))
+        self._persist(group)
         return out
 
     def heartbeat(
@@ -246,6 +239,7 @@ class ShareGroupManager:
                 raise UnknownMemberIdError(f"member {member_id} is not in group {group_id}")
             del group.members[member_id]
             self._reassign(group)
+            self._persist(group)
             return HeartbeatResult(member_id, LEAVE_EPOCH, 0, None)
         interval = int(self._group_cfg(group_id, "share.heartbeat.interval.ms"))
         if member is None:
@@ -270,6 +264,7 @@ class ShareGroupManager:
         self._reassign(group)
         changed = member_epoch == 0 or member.member_epoch != group.group_epoch
         member.member_epoch = group.group_epoch
+        self._persist(group)
         return HeartbeatResult(
             member_id, member.member_epoch, interval, dict(member.assignment) if changed else None
         )
@@ -281,6 +276,7 @@ class ShareGroupManager:
             del group.members[member_id]
         if gone:
             self._reassign(group)
+            self._persist(group)
 
     def _reassign(self, group: ShareGroup) -> None:
         """Recompute the group's assignment; a change bumps the group epoch."""
@@ -300,6 +296,74 @@ class ShareGroupManager:
                         self.persister.write(
                             group.group_id, topic_id, p, PartitionState(-1, -1, {})
                         )
+                    _mark_initialized(group, topic_id, p)
+
+    # -- the group's records ------------------------------------------------------------
+
+    def _persist(self, group: ShareGroup) -> None:
+        """Write the state records that changed since the last write, and tombstones for
+        the members gone. The answer does not wait for the write: a coordinator that fails
+        first loses the last change, and its members rejoin where the records left them."""
+        wanted = encode_group(group, self._topic_name)
+        records = record_format.changed_records(group.persisted, wanted, self.log.now_ms())
+        group.persisted = wanted
+        if records:
+            self.log.append(group.group_id, records, _ignore)
+
+    def _topic_name(self, topic_id: uuid.UUID) -> str:
+        return self.metadata.topic_names.get(topic_id, "")
+
+    def _load(self, partition: Partition) -> None:
+        """Rebuild the share groups of a ``__consumer_offsets`` partition this broker now
+        leads from their last state records; every member gets a fresh session."""
+        states: dict[str, dict[tuple[str, int], bytes]] = {}
+        for b in partition.log.batches:
+            for batch in iter_batches(b.data, verify_crc=False):
+                if batch.is_control:
+                    continue
+                for r in batch:
+                    try:
+                        of = None if r.key is None else decode_state_key(r.key)
+                    except ValueError:
+                        continue  # the group coordinator reports keys it cannot read
+                    if of is None:
+                        continue
+                    group_id, member_id, record_type = of
+                    records = states.setdefault(group_id, {})
+                    if r.value is None:
+                        records.pop((member_id, record_type), None)
+                    else:
+                        records[member_id, record_type] = bytes(r.value)
+        now = self.log.now_ms()
+        for group_id, records in states.items():
+            if ("", GROUP_METADATA) not in records:
+                continue  # deleted
+            try:
+                group = decode_group(group_id, records)
+            except (ValueError, KeyError, TypeError, IndexError) as e:
+                _log.error("share group %s: unreadable state records skipped: %s", group_id, e)
+                continue
+            timeout = int(self._group_cfg(group_id, "share.session.timeout.ms"))
+            for m in group.members.values():
+                m.deadline = now + timeout
+            group.persisted = encode_group(group, self._topic_name)
+            self.groups[group_id] = group
+
+    def _unload(self, index: int) -> None:
+        for group_id in [g for g in self.groups if self.log.partition_of(g) == index]:
+            del self.groups[group_id]
+
+
+def _mark_initialized(group: ShareGroup, topic_id: uuid.UUID, partition: int) -> None:
+    known = group.initialized.setdefault(topic_id, [])
+    if partition not in known:
+        known.append(partition)
+        known.sort()
+
+
+def _ignore(code: int) -> None:
+    """A write fails when the partition's leadership moved: the group is unloaded then, and
+    the next coordinator replays what was written."""
 
 
 def _simple_assignment(group: ShareGroup, metadata: ClusterMetadata) -> dict[str, Assignment]:
