@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkagen.runtime.errors import (
@@ -44,7 +45,14 @@ from .share_group_model import Assignment, ShareGroup, ShareMember
 from .share_group_records import GROUP_METADATA, decode_group, decode_state_key, encode_group
 from .share_partition import PartitionState
 
-__all__ = ["ASSIGNOR", "ShareGroup", "ShareGroupManager", "ShareMember", "TopicOffsets"]
+__all__ = [
+    "ASSIGNOR",
+    "HeartbeatResult",
+    "ShareGroup",
+    "ShareGroupManager",
+    "ShareMember",
+    "TopicOffsets",
+]
 
 _log = logging.getLogger("kafkagen.broker.groups")
 
@@ -223,9 +231,13 @@ class ShareGroupManager:
         subscribed: list[str] | None,
         client_id: str,
         client_host: str,
-    ) -> HeartbeatResult:
+        respond: Callable[[HeartbeatResult | None, int], None],
+    ) -> None:
         """Join (epoch 0), stay or leave (-1); raises the heartbeat's error. ``member_id``
-        is not empty: the handler answers an empty one before the coordinator, as Kafka."""
+        is not empty: the handler answers an empty one before the coordinator, as Kafka.
+
+        ``respond(result, error code)`` runs once the group's new state is written (at once
+        when nothing changed), as Kafka answers; a failed write answers with its error."""
         if member_epoch < LEAVE_EPOCH:
             raise InvalidRequestError(f"MemberEpoch is {member_epoch}, it must be -1 or more.")
         if member_epoch == 0 and not subscribed:
@@ -239,8 +251,9 @@ class ShareGroupManager:
                 raise UnknownMemberIdError(f"member {member_id} is not in group {group_id}")
             del group.members[member_id]
             self._reassign(group)
-            self._persist(group)
-            return HeartbeatResult(member_id, LEAVE_EPOCH, 0, None)
+            left = HeartbeatResult(member_id, LEAVE_EPOCH, 0, None)
+            self._persist(group, lambda code: respond(None if code else left, code))
+            return
         interval = int(self._group_cfg(group_id, "share.heartbeat.interval.ms"))
         if member is None:
             if member_epoch != 0:
@@ -264,10 +277,10 @@ class ShareGroupManager:
         self._reassign(group)
         changed = member_epoch == 0 or member.member_epoch != group.group_epoch
         member.member_epoch = group.group_epoch
-        self._persist(group)
-        return HeartbeatResult(
+        result = HeartbeatResult(
             member_id, member.member_epoch, interval, dict(member.assignment) if changed else None
         )
+        self._persist(group, lambda code: respond(None if code else result, code))
 
     def _expire(self, group: ShareGroup) -> None:
         now = self.log.now_ms()
@@ -300,15 +313,25 @@ class ShareGroupManager:
 
     # -- the group's records ------------------------------------------------------------
 
-    def _persist(self, group: ShareGroup) -> None:
+    def _persist(self, group: ShareGroup, done: Callable[[int], None] | None = None) -> None:
         """Write the state records that changed since the last write, and tombstones for
-        the members gone. The answer does not wait for the write: a coordinator that fails
-        first loses the last change, and its members rejoin where the records left them."""
+        the members gone; ``done(error code)`` when written (at once if nothing changed).
+        A write that fails leaves the next change to write every record again."""
         wanted = encode_group(group, self._topic_name)
         records = record_format.changed_records(group.persisted, wanted, self.log.now_ms())
         group.persisted = wanted
-        if records:
-            self.log.append(group.group_id, records, _ignore)
+        if not records:
+            if done is not None:
+                done(0)
+            return
+
+        def written(code: int) -> None:
+            if code and group.persisted is wanted:
+                group.persisted = {}
+            if done is not None:
+                done(code)
+
+        self.log.append(group.group_id, records, written)
 
     def _topic_name(self, topic_id: uuid.UUID) -> str:
         return self.metadata.topic_names.get(topic_id, "")
