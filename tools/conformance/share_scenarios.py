@@ -760,3 +760,24 @@ async def ss_delete(s: Session) -> None:
 async def ss_summary_none(s: Session) -> None:
     g, topic_id, node = await _state_node(s)
     await s.call(_summary(g, topic_id), node=node)
+
+
+@scenario(
+    "ReadShareGroupState",
+    "share-version-0",
+    "the five share-state APIs on an initialised partition while share.version is 0",
+)
+async def ss_share_version_off(s: Session) -> None:
+    g, topic_id, node = await _state_node(s)
+    await s.setup(_initialize(g, topic_id, 0, 5), node=node)
+    previous = await s.set_feature_level("share.version", 0, node)
+    try:
+        await s.call(
+            _state_request(ReadShareGroupStateRequest, g, topic_id, leader_epoch=0), node=node
+        )
+        await s.call(_write(g, topic_id, 0, [(5, 6, 2, 1)]), node=node)
+        await s.call(_summary(g, topic_id), node=node)
+        await s.call(_initialize(g, topic_id, 1, 0), node=node)
+        await s.call(_state_request(DeleteShareGroupStateRequest, g, topic_id), node=node)
+    finally:
+        await s.set_feature_level("share.version", previous, node)
