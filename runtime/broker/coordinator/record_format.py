@@ -15,7 +15,15 @@ from typing import TypeVar
 from kafkagen.runtime.message import Message
 from kafkagen.runtime.records import Record
 
-__all__ = ["changed_records", "decode_key", "decode_value", "key_bytes", "value_bytes"]
+__all__ = [
+    "changed_records",
+    "decode_key",
+    "decode_state_key",
+    "decode_value",
+    "key_bytes",
+    "record",
+    "value_bytes",
+]
 
 #: A group's state records by owner (a member id, "" for the group's own): key -> value.
 GroupRecords = dict[str, dict[bytes, bytes]]
@@ -61,6 +69,21 @@ def decode_value(cls: type[M], data: bytes) -> M:
         return cls.decode(data[2:], version)
     except Exception as e:
         raise ValueError(f"{cls.__name__} v{version}: {e}") from e
+
+
+def record(key: Message, value: Message) -> tuple[bytes, bytes]:
+    """A group state record's key and value bytes (value version 0)."""
+    return key_bytes(key), value_bytes(value, 0)
+
+
+def decode_state_key(key: bytes, types: Mapping[int, type[Message]]) -> tuple[str, str, int] | None:
+    """(group id, member id or "", record type) of a group state record's key whose type is
+    one of ``types``; None for any other type. Raises ValueError if it does not decode."""
+    k = decode_key(key, types)
+    if k is None:
+        return None
+    assert k.API_KEY is not None
+    return k.group_id, getattr(k, "member_id", ""), k.API_KEY  # type: ignore[attr-defined]
 
 
 def changed_records(old: GroupRecords, wanted: GroupRecords, timestamp: int) -> list[Record]:

@@ -198,19 +198,11 @@ def decode_state_key(
     """(group id, member id or "", record type) of a KIP-848 group's record key (or of
     the record types in ``key_types``: the streams groups'); None for any other record
     type. Raises ValueError if the key does not decode."""
-    k = record_format.decode_key(key, key_types)
-    if k is None:
-        return None
-    assert k.API_KEY is not None
-    return k.group_id, getattr(k, "member_id", ""), k.API_KEY  # type: ignore[attr-defined]
+    return record_format.decode_state_key(key, key_types)
 
 
 def _partitions(a: Assignment) -> list[tuple[uuid.UUID, list[int]]]:
     return [(t, sorted(ps)) for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])) if ps]
-
-
-def _record(key: Message, value: Message) -> tuple[bytes, bytes]:
-    return record_format.key_bytes(key), record_format.value_bytes(value, 0)
 
 
 def encode_group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
@@ -224,15 +216,15 @@ def encode_group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
     ]
     return dict(
         [
-            _record(
+            record_format.record(
                 ConsumerGroupMetadataKey(group_id=gid),
                 ConsumerGroupMetadataValue(epoch=group.group_epoch),
             ),
-            _record(
+            record_format.record(
                 ConsumerGroupPartitionMetadataKey(group_id=gid),
                 ConsumerGroupPartitionMetadataValue(topics=topics),
             ),
-            _record(
+            record_format.record(
                 ConsumerGroupTargetAssignmentMetadataKey(group_id=gid),
                 ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=group.assignment_epoch),
             ),
@@ -247,7 +239,7 @@ def encode_member(group: ConsumerGroup, m: ConsumerMember) -> dict[bytes, bytes]
     target = ConsumerGroupTargetAssignmentMemberValue.TopicPartition
     return dict(
         [
-            _record(
+            record_format.record(
                 ConsumerGroupMemberMetadataKey(group_id=gid, member_id=mid),
                 ConsumerGroupMemberMetadataValue(
                     instance_id=m.instance_id,
@@ -263,7 +255,7 @@ def encode_member(group: ConsumerGroup, m: ConsumerMember) -> dict[bytes, bytes]
                     classic_member_metadata=None,
                 ),
             ),
-            _record(
+            record_format.record(
                 ConsumerGroupTargetAssignmentMemberKey(group_id=gid, member_id=mid),
                 ConsumerGroupTargetAssignmentMemberValue(
                     topic_partitions=[
@@ -272,7 +264,7 @@ def encode_member(group: ConsumerGroup, m: ConsumerMember) -> dict[bytes, bytes]
                     ]
                 ),
             ),
-            _record(
+            record_format.record(
                 ConsumerGroupCurrentMemberAssignmentKey(group_id=gid, member_id=mid),
                 ConsumerGroupCurrentMemberAssignmentValue(
                     member_epoch=m.member_epoch,

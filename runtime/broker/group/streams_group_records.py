@@ -122,10 +122,6 @@ def _configured_hash(group: StreamsGroup) -> int:
     return metadata_hash(configured.source_partitions)
 
 
-def _record(key: Message, value: Message) -> tuple[bytes, bytes]:
-    return record_format.key_bytes(key), record_format.value_bytes(value, 0)
-
-
 def _task_ids(cls: Any, tasks: TaskSet) -> list[Any]:
     return [cls(subtopology_id=s, partitions=sorted(ps)) for s, ps in sorted(tasks.items()) if ps]
 
@@ -201,20 +197,22 @@ def encode_group(group: StreamsGroup) -> dict[bytes, bytes]:
     """The group's own records: its epoch, its topology, its target assignment's epoch."""
     gid = group.group_id
     records = [
-        _record(
+        record_format.record(
             StreamsGroupMetadataKey(group_id=gid),
             StreamsGroupMetadataValue(
                 epoch=group.group_epoch, metadata_hash=_configured_hash(group)
             ),
         ),
-        _record(
+        record_format.record(
             StreamsGroupTargetAssignmentMetadataKey(group_id=gid),
             StreamsGroupTargetAssignmentMetadataValue(assignment_epoch=group.assignment_epoch),
         ),
     ]
     if group.topology is not None:
         records.append(
-            _record(StreamsGroupTopologyKey(group_id=gid), _topology_value(group.topology))
+            record_format.record(
+                StreamsGroupTopologyKey(group_id=gid), _topology_value(group.topology)
+            )
         )
     return dict(records)
 
@@ -229,7 +227,7 @@ def encode_member(group: StreamsGroup, m: StreamsMember) -> dict[bytes, bytes]:
     endpoint = m.user_endpoint
     return dict(
         [
-            _record(
+            record_format.record(
                 StreamsGroupMemberMetadataKey(group_id=gid, member_id=mid),
                 meta(
                     instance_id=m.instance_id,
@@ -249,7 +247,7 @@ def encode_member(group: StreamsGroup, m: StreamsMember) -> dict[bytes, bytes]:
                     ],
                 ),
             ),
-            _record(
+            record_format.record(
                 StreamsGroupTargetAssignmentMemberKey(group_id=gid, member_id=mid),
                 StreamsGroupTargetAssignmentMemberValue(
                     active_tasks=_task_ids(goal, target.active),
@@ -257,7 +255,7 @@ def encode_member(group: StreamsGroup, m: StreamsMember) -> dict[bytes, bytes]:
                     warmup_tasks=_task_ids(goal, target.warmup),
                 ),
             ),
-            _record(
+            record_format.record(
                 StreamsGroupCurrentMemberAssignmentKey(group_id=gid, member_id=mid),
                 StreamsGroupCurrentMemberAssignmentValue(
                     member_epoch=m.member_epoch,

@@ -74,15 +74,7 @@ StateRecords = dict[tuple[str, int], bytes]
 def decode_state_key(key: bytes) -> tuple[str, str, int] | None:
     """(group id, member id or "", record type) of a share group's record key; None for
     any other record type. Raises ValueError if the key does not decode."""
-    k = record_format.decode_key(key, _KEY_TYPES)
-    if k is None:
-        return None
-    assert k.API_KEY is not None
-    return k.group_id, getattr(k, "member_id", ""), k.API_KEY  # type: ignore[attr-defined]
-
-
-def _record(key: Message, value: Message) -> tuple[bytes, bytes]:
-    return record_format.key_bytes(key), record_format.value_bytes(value, 0)
+    return record_format.decode_state_key(key, _KEY_TYPES)
 
 
 def _partitions(a: Assignment) -> list[tuple[uuid.UUID, list[int]]]:
@@ -99,17 +91,17 @@ def encode_group(
     out = {
         "": dict(
             [
-                _record(
+                record_format.record(
                     ShareGroupMetadataKey(group_id=gid),
                     ShareGroupMetadataValue(epoch=group.group_epoch, metadata_hash=0),
                 ),
-                _record(
+                record_format.record(
                     ShareGroupTargetAssignmentMetadataKey(group_id=gid),
                     ShareGroupTargetAssignmentMetadataValue(
                         assignment_epoch=group.assignment_epoch
                     ),
                 ),
-                _record(
+                record_format.record(
                     ShareGroupStatePartitionMetadataKey(group_id=gid),
                     ShareGroupStatePartitionMetadataValue(
                         initializing_topics=[],
@@ -134,7 +126,7 @@ def _encode_member(gid: str, m: ShareMember) -> dict[bytes, bytes]:
     current = ShareGroupCurrentMemberAssignmentValue.TopicPartitions
     return dict(
         [
-            _record(
+            record_format.record(
                 ShareGroupMemberMetadataKey(group_id=gid, member_id=mid),
                 ShareGroupMemberMetadataValue(
                     rack_id=m.rack_id,
@@ -143,7 +135,7 @@ def _encode_member(gid: str, m: ShareMember) -> dict[bytes, bytes]:
                     subscribed_topic_names=list(m.subscribed),
                 ),
             ),
-            _record(
+            record_format.record(
                 ShareGroupTargetAssignmentMemberKey(group_id=gid, member_id=mid),
                 ShareGroupTargetAssignmentMemberValue(
                     topic_partitions=[
@@ -151,7 +143,7 @@ def _encode_member(gid: str, m: ShareMember) -> dict[bytes, bytes]:
                     ]
                 ),
             ),
-            _record(
+            record_format.record(
                 ShareGroupCurrentMemberAssignmentKey(group_id=gid, member_id=mid),
                 ShareGroupCurrentMemberAssignmentValue(
                     member_epoch=m.member_epoch,
