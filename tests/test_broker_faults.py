@@ -183,6 +183,29 @@ def test_a_fenced_leader_keeps_its_stale_view_until_the_heal(bg: BackgroundClust
     assert sorted(read_all(bg)) == sorted([*before, "kept"])
 
 
+def test_a_cut_off_broker_knows_no_topic_created_after_the_cut(bg: BackgroundCluster) -> None:
+    """Produce is answered from the broker's own image: a topic created while it was cut
+    off is unknown to it (as to a Kafka broker that has not fetched the metadata log);
+    after the heal it knows the topic and names its leader (KIP-951, v10+)."""
+    faults = bg.cluster.faults
+    bg.call(lambda: faults.cut([2]))
+    bg.call(lambda: bg.cluster.metadata.create_topic("late", assignments={0: [0, 1]}))
+
+    def produce_late(version: int) -> Any:
+        records = build_batch([Record(-1, 1, b"k", b"v")])
+        data = Produce.PartitionProduceData(index=0, records=records)
+        topic = Produce.TopicProduceData(name="late", partition_data=[data])
+        with WireClient(address(bg, 2)) as w:
+            answer = w.call(0, version, req(0, acks=1, timeout_ms=1500, topic_data=[topic]))
+        return answer.responses[0].partition_responses[0]
+
+    assert produce_late(10).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    bg.call(faults.heal)
+    known = produce_late(10)
+    assert known.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert known.current_leader.leader_id == 0
+
+
 def test_a_partition_shrinks_the_isr_of_the_majority_and_fences_the_minority(
     bg: BackgroundCluster,
 ) -> None:

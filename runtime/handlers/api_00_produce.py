@@ -62,7 +62,7 @@ Named = tuple[str | None, uuid.UUID, list[int]]
 def handle(ctx: RequestContext, request: ProduceRequest) -> None:
     order: list[Named] = []
     entries: dict[TopicPartition, bytes | memoryview] = {}
-    names = ctx.broker.metadata.topic_names
+    names = ctx.broker.image.topic_names
     by_id = ctx.api_version >= TOPIC_IDS_SINCE
     for topic in request.topic_data:
         name = names.get(topic.topic_id) if by_id else topic.name
@@ -88,7 +88,7 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> None:
 
     refused = _unauthorized(ctx, request.transactional_id, entries)
     # As Kafka: a partition no topic has is answered before the request's acks are checked.
-    md = ctx.broker.metadata
+    md = ctx.broker.image
     for tp in entries:
         if tp not in refused and md.partition(tp.topic, tp.partition) is None:
             refused[tp] = ProduceResult(UnknownTopicOrPartitionError(f"{tp} does not exist"))
@@ -218,7 +218,7 @@ def _refusal(code: int, tp: TopicPartition) -> ProduceResult:
 
 
 def _response(ctx: RequestContext, order: list[Named], results: Results) -> ProduceResponse:
-    md = ctx.broker.metadata
+    md = ctx.broker.image
     responses: KeyedList[TopicResponse] = KeyedList()
     leaders: set[int] = set()
     unknown_id = ProduceResult(UnknownTopicIdError())

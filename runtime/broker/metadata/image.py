@@ -14,7 +14,7 @@ import copy
 import uuid
 from dataclasses import dataclass
 
-from ..types import BrokerInfo, TopicInfo
+from ..types import BrokerInfo, PartitionInfo, TopicInfo
 
 __all__ = ["MetadataImage"]
 
@@ -31,6 +31,12 @@ class MetadataImage:
 
     def topic(self, name: str) -> TopicInfo | None:
         return self.topics.get(name)
+
+    def partition(self, topic: str, index: int) -> PartitionInfo | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= index < len(t.partitions):
+            return None
+        return t.partitions[index]
 
     @classmethod
     def copy_of(
