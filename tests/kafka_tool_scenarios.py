@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -887,24 +888,43 @@ def _(s: Side) -> list[Output]:
     return [reassign(s, "--generate", "--topics-to-move-json-file", move, "--broker-list", "0,1,2")]
 
 
+#: Scenarios run in parallel, but some must have the cluster to themselves: the tool
+#: refuses `--execute` while any other reassignment is still moving (unless given
+#: `--additional`), and a preferred election of every partition fails on a partition whose
+#: reassignment has not yet brought its new first replica into the ISR.
+_CLUSTER_LOCKS: dict[str, threading.Lock] = {}
+
+
+def alone(s: Side) -> threading.Lock:
+    """The lock of the scenarios that move or elect leaders across ``s``'s cluster."""
+    return _CLUSTER_LOCKS.setdefault(s.bootstrap, threading.Lock())
+
+
+def execute_and_verify(s: Side, plan: str, *extra: str) -> list[Output]:
+    with alone(s):
+        out = reassign(s, "--execute", "--reassignment-json-file", plan, *extra)
+        time.sleep(2)
+        verified = reassign(s, "--verify", "--reassignment-json-file", plan)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+            "No partition reassignments found" in ln for ln in reassign(s, "--list").stdout
+        ):
+            time.sleep(0.5)
+    return [out, verified]
+
+
 @scenario("kafka-reassign-partitions/execute-and-verify")
 def _(s: Side) -> list[Output]:
     t = topic(s, "rx", partitions=2, rf=1)
     produce(s, t, 20, partitions=2)
-    plan = plan_for(s, t, 2, [[1, 2], [2, 0]])
-    out = reassign(s, "--execute", "--reassignment-json-file", plan)
-    time.sleep(2)
-    return [out, reassign(s, "--verify", "--reassignment-json-file", plan)]
+    return execute_and_verify(s, plan_for(s, t, 2, [[1, 2], [2, 0]]))
 
 
 @scenario("kafka-reassign-partitions/execute-with-throttle")
 def _(s: Side) -> list[Output]:
     t = topic(s, "rt", partitions=1, rf=1)
     produce(s, t, 20)
-    plan = plan_for(s, t, 1, [[0, 1, 2]])
-    out = reassign(s, "--execute", "--reassignment-json-file", plan, "--throttle", "10000000")
-    time.sleep(2)
-    return [out, reassign(s, "--verify", "--reassignment-json-file", plan)]
+    return execute_and_verify(s, plan_for(s, t, 1, [[0, 1, 2]]), "--throttle", "10000000")
 
 
 @scenario("kafka-reassign-partitions/list-and-cancel")
@@ -936,7 +956,8 @@ def elect(s: Side, *args: str) -> Output:
 @scenario("kafka-leader-election/preferred-all")
 def _(s: Side) -> list[Output]:
     topic(s, "le", partitions=2)
-    out = elect(s, "--election-type", "preferred", "--all-topic-partitions")
+    with alone(s):
+        out = elect(s, "--election-type", "preferred", "--all-topic-partitions")
     return [Output(out.exit, tuple(ln for ln in out.stdout if "<p>" in ln), out.stderr)]
 
 
