@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -380,3 +382,29 @@ def test_fetch_purgatory_purge_interval_bounds_what_completed_fetches_hold(
     assert purgatory.watched <= most
     if interval == 1000:
         assert purgatory.watched == most  # nothing purged yet
+
+
+def test_an_answered_fetch_waiting_for_the_purge_lets_go_of_its_request() -> None:
+    """What an expired fetch keeps until the purge is only its place on watcher lists: its
+    callback (and what it closes over, the request) is free at once."""
+    h = Harness(brokers=2)
+    h.md.create_topic("many", assignments={p: [0, 1] for p in range(10)})
+    tps = [TopicPartition("many", p) for p in range(10)]
+
+    class Answer:
+        def __init__(self) -> None:
+            self.got: list[Any] = []
+
+        def __call__(self, result: Any) -> None:
+            self.got.append(result)
+
+    answer = Answer()
+    params = FetchParams(replica_id=1, max_wait_ms=100, shared=True)
+    h.rm(0).fetch_messages(params, [(tp, FetchInfo(0, 1 << 20)) for tp in tps], answer)
+    gone = weakref.ref(answer)
+    h.advance(101)
+    assert len(answer.got) == 1
+    del answer
+    gc.collect()
+    assert h.rm(0).fetch_purgatory.watched == len(tps)  # still on every watcher list
+    assert gone() is None

@@ -183,6 +183,10 @@ def _safe(callback: Callable[[Any], None], arg: Any) -> None:
         _log.exception("response callback failed")
 
 
+def _answered(_: Any) -> None:
+    """The callback of an operation that has already answered."""
+
+
 class DelayedProduce(DelayedOperation):
     """An acks=all produce waiting for its partitions' high watermarks."""
 
@@ -230,7 +234,11 @@ class DelayedProduce(DelayedOperation):
                 result.error = RequestTimedOutError(
                     "the write did not reach enough replicas within the request timeout"
                 )
-        _safe(self._callback, self._results)
+        results, callback = self._results, self._callback
+        # Answered, it may stay on its other partitions' watcher lists until the purge:
+        # it holds on to nothing of its request meanwhile.
+        self._results, self._callback = {}, _answered
+        _safe(callback, results)
 
 
 class DelayedFetch(DelayedOperation):
@@ -272,7 +280,10 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def on_complete(self) -> None:
-        _safe(self._callback, self._rm.read_from_local_log(self._params, self._infos))
+        infos, callback = self._infos, self._callback
+        # As a produce's: a follower's fetch watches every partition it follows.
+        self._infos, self._callback = (), _answered
+        _safe(callback, self._rm.read_from_local_log(self._params, infos))
 
 
 class ReplicaManager:
