@@ -458,20 +458,22 @@ def test_a_streams_group_id_is_not_a_consumer_group(w: WireClient) -> None:
 
 
 def _records_of(
-    cluster: BackgroundCluster | KafkaCluster, node: int
+    cluster: BackgroundCluster | KafkaCluster, node: int, *, settled: bool = True
 ) -> list[tuple[bytes, bytes | None]]:
     """The streams-group records (key, value or None) in ``__consumer_offsets``-0 of
-    ``node``, once its high watermark has caught up with its log end (all replicated)."""
+    ``node`` below its high watermark; ``settled`` waits until that is the log end (all
+    replicated), else they are the records written at this moment."""
 
     def read() -> list[tuple[bytes, bytes | None]] | None:
         assert cluster.cluster is not None
         rm = cluster.cluster.brokers[node].replica_manager
         partition = rm.partitions[TopicPartition("__consumer_offsets", 0)]
-        if partition.high_watermark < partition.log.log_end_offset:
+        if settled and partition.high_watermark < partition.log.log_end_offset:
             return None
         return [
             (bytes(r.key), None if r.value is None else bytes(r.value))
             for b in partition.log.batches
+            if b.last_offset < partition.high_watermark
             for batch in iter_batches(b.data, verify_crc=False)
             if not batch.is_control
             for r in batch
@@ -563,6 +565,63 @@ def test_a_new_coordinator_rebuilds_the_streams_group_from_its_records(
             assert a.heartbeat().error_code == 0
             time.sleep(0.05)
         assert len(a.active) == 8  # 4 partitions x 2 subtopologies
+
+
+@pytest.mark.slow
+@pytest.mark.kafka_cluster(
+    brokers=3,
+    configs={
+        "offsets.topic.num.partitions": 1,
+        "offsets.topic.replication.factor": 3,
+        "group.streams.initial.rebalance.delay.ms": 0,
+    },
+)
+def test_a_heartbeat_is_answered_once_its_records_are_written(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl
+) -> None:
+    kafka_cluster.create_topic("words", 4, 3)
+    kafka_cluster.call(kafka_cluster.cluster.brokers[0].group_coordinator.ensure_offsets_topic)
+    addresses = kafka_cluster.bootstrap_servers.split(",")
+    _, leader = kafka_control.coordinator_of("durable-app")
+    # The followers' slow disks hold every write of the group (acks=all) for 1.5 s.
+    for follower in {0, 1, 2} - {leader}:
+        kafka_control.faults.slow_disk(follower, 1500)
+
+    def written(member_id: str) -> dict[int, bytes | None]:
+        """Record type -> the member's last value below the high watermark (None: a
+        tombstone), read at once."""
+        out: dict[int, bytes | None] = {}
+        for key, value in _records_of(kafka_cluster, leader, settled=False):
+            _, mid, record_type = decode_state_key(key)  # type: ignore[misc]
+            if mid == member_id:
+                out[record_type] = value
+        return out
+
+    try:
+        with WireClient(addresses[leader]) as w:
+            static = Member(w, "durable-app", _topology("durable-app"))
+            dynamic = Member(w, "durable-app", _topology("durable-app"))
+            start = time.monotonic()
+            assert static.heartbeat(instance_id="s").error_code == 0
+            assert time.monotonic() - start >= 1.0
+            # Answered: its metadata and assignment records are already replicated.
+            joined = written(static.member_id)
+            assert len(joined) == 3 and all(v is not None for v in joined.values())
+            assert dynamic.heartbeat().error_code == 0
+            assert len(written(dynamic.member_id)) == 3
+            # A leave (its tombstones) and a static leave (its epoch -2) likewise.
+            assert dynamic.heartbeat(member_epoch=-1).error_code == 0
+            assert set(written(dynamic.member_id).values()) == {None}
+            before = written(static.member_id)
+            assert static.heartbeat(member_epoch=-2, instance_id="s").error_code == 0
+            after = written(static.member_id)
+            assert after != before and all(v is not None for v in after.values())
+            group, _ = decode_group(
+                "durable-app", _replayed(_records_of(kafka_cluster, leader, settled=False))
+            )
+            assert group.members[static.member_id].member_epoch == -2
+    finally:
+        kafka_control.faults.heal()
 
 
 def _sample_group() -> StreamsGroup:

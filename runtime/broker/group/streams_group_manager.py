@@ -135,9 +135,15 @@ class StreamsGroupManager:
         shutdown_application: bool,
         client_id: str,
         client_host: str,
-    ) -> HeartbeatResult:
+        respond: Callable[[HeartbeatResult | None, int], None],
+    ) -> None:
         """One heartbeat (the caller checked `enabled`); raises the Kafka error the response
-        must carry."""
+        must carry.
+
+        ``respond(result, error code)`` runs once the records of every change the heartbeat
+        made are written (at once when it changed nothing); a failed write answers with its
+        error and no result.
+        """
         _validate(
             group_id,
             member_id,
@@ -160,10 +166,12 @@ class StreamsGroupManager:
                 leaving.member_epoch = STATIC_LEAVE_EPOCH
                 self._cancel(leaving, "revocation")
                 self._schedule(group, leaving, "session")
-                self._persist(group)
+                left = self._result(group, None, member_id, member_epoch, endpoint_epoch, False)
+                self._persist(group, _answer(respond, left))
             else:
-                self._remove(group, leaving, "left the group")
-            return self._result(group, None, member_id, member_epoch, endpoint_epoch, False)
+                left = self._result(group, None, member_id, member_epoch, endpoint_epoch, False)
+                self._remove(group, leaving, "left the group", _answer(respond, left))
+            return
         group = self.groups.get(group_id)
         if group is None:
             if member_epoch != 0:
@@ -248,10 +256,10 @@ class StreamsGroupManager:
         send = member_epoch == 0 or before != member.assigned
         if owned is not None and owned != member.assigned:
             send = True
-        self._persist(group)
         # A joining member learns the endpoints whatever epoch it names.
         seen = -1 if member_epoch == 0 else endpoint_epoch
-        return self._result(group, member, member_id, member.member_epoch, seen, send, statuses)
+        result = self._result(group, member, member_id, member.member_epoch, seen, send, statuses)
+        self._persist(group, _answer(respond, result))
 
     def _claim_instance(
         self, group: StreamsGroup, member_id: str, member_epoch: int, instance_id: str
@@ -465,7 +473,14 @@ class StreamsGroupManager:
             member.member_epoch = target_epoch
         member.state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
 
-    def _remove(self, group: StreamsGroup, member: StreamsMember, why: str) -> None:
+    def _remove(
+        self,
+        group: StreamsGroup,
+        member: StreamsMember,
+        why: str,
+        done: Callable[[int], None],
+    ) -> None:
+        """Take the member out and write the change; ``done(error)`` once written."""
         _log.info("streams group %s: member %s %s", group.group_id, member.member_id, why)
         self._cancel(member, "session")
         self._cancel(member, "revocation")
@@ -476,18 +491,26 @@ class StreamsGroupManager:
         if not group.members:
             group.shutdown_requested = False
         self._maybe_assign(group)
-        self._persist(group)
+        self._persist(group, done)
 
-    def _persist(self, group: StreamsGroup) -> None:
+    def _persist(self, group: StreamsGroup, done: Callable[[int], None]) -> None:
         """Write the state records that changed since the last write, and tombstones for
-        the members gone. The answer does not wait for the write: a coordinator that fails
-        first loses the last change, and its members rejoin where the records left them."""
+        the members gone; ``done(error)`` once they are written (at once if none changed).
+        A failed write leaves the next change to write every record again."""
         wanted = {"": encode_group(group)}
         wanted.update((mid, encode_member(group, m)) for mid, m in group.members.items())
         records = record_format.changed_records(group.persisted, wanted, self.log.now_ms())
         group.persisted = wanted
-        if records:
-            self.log.append(group.group_id, records, _ignore)
+        if not records:
+            done(0)
+            return
+
+        def written(code: int) -> None:
+            if code and group.persisted is wanted:
+                group.persisted = {}
+            done(code)
+
+        self.log.append(group.group_id, records, written)
 
     # -- timers -----------------------------------------------------------------------
 
@@ -514,7 +537,7 @@ class StreamsGroupManager:
             return
         if getattr(member, what) is op:
             setattr(member, what, None)
-            self._remove(group, member, f"timed out ({what})")
+            self._remove(group, member, f"timed out ({what})", _ignore)
 
     # -- offsets ----------------------------------------------------------------------
 
@@ -742,6 +765,13 @@ def _overlaps(owned: Tasks, pending: Tasks) -> bool:
         for mine, theirs in zip(owned.kinds(), pending.kinds(), strict=False)
         for s, ps in mine.items()
     )
+
+
+def _answer(
+    respond: Callable[[HeartbeatResult | None, int], None], result: HeartbeatResult
+) -> Callable[[int], None]:
+    """The write's callback that answers a heartbeat: its result, or the write's error."""
+    return lambda code: respond(None if code else result, code)
 
 
 def _ignore(code: int) -> None:
