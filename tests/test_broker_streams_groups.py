@@ -105,6 +105,21 @@ def test_standbys_are_left_out_when_one_process_is_all_there_is() -> None:
     assert all(not t.standby for t in out.values())
 
 
+def test_standbys_go_to_members_reporting_the_tasks_state() -> None:
+    # m0 holds the one task; m1 and m2 (other processes, equal load) could take the standby.
+    plain = assign(_members(3), {"0": 1}, 1)
+    assert plain["m1"].standby == {"0": {0}}  # no state reported: the first by id
+    members = _members(3)
+    members["m2"] = AssignorMember("p2", Tasks(), {"0": {0: 50}})
+    assert assign(members, {"0": 1}, 1)["m2"].standby == {"0": {0}}
+    # Both report it: the higher offset (more of the state) wins.
+    members["m1"] = AssignorMember("p1", Tasks(), {"0": {0: 80}})
+    out = assign(members, {"0": 1}, 1)
+    assert out["m1"].standby == {"0": {0}} and not out["m2"].standby
+    # Nobody gets warm-up tasks: Kafka 4.4's assignor plans none either.
+    assert all(not t.warmup for t in out.values())
+
+
 # -- the topology's configuration -----------------------------------------------------
 
 
@@ -389,6 +404,33 @@ def test_describe_list_and_commit(w: WireClient) -> None:
         ),
     )
     assert stale.topics[0].partitions[0].error_code == ErrorCode.STALE_MEMBER_EPOCH
+
+
+def test_reported_task_offsets_are_kept_and_described(w: WireClient) -> None:
+    m = Member(w, "app-offsets", _topology("app-offsets"))
+    _converge([m])
+    epoch = m.epoch
+    offset = HbReq.TaskOffset
+    r = m.heartbeat(
+        task_offsets=[offset(subtopology_id="1", partition=2, offset=40)],
+        task_end_offsets=[offset(subtopology_id="1", partition=2, offset=90)],
+    )
+    assert r.error_code == 0 and r.member_epoch == epoch  # offsets move no epoch
+    assert (r.acceptable_recovery_lag_legacy, r.task_offset_interval_ms) == (10_000, 60_000)
+    assert m.heartbeat().error_code == 0  # null offsets: the last ones stay
+
+    def described() -> tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]]:
+        (member,) = w.call(DESCRIBE, 1, DescReq(group_ids=["app-offsets"])).groups[0].members
+        assert not _tasks(member.assignment.warmup_tasks)
+        assert not _tasks(member.target_assignment.warmup_tasks)
+        return tuple(  # type: ignore[return-value]
+            [(o.subtopology_id, o.partition, o.offset) for o in kind]
+            for kind in (member.task_offsets, member.task_end_offsets)
+        )
+
+    assert described() == ([("1", 2, 40)], [("1", 2, 90)])
+    assert m.heartbeat(task_offsets=[]).error_code == 0  # a new list replaces the last
+    assert described() == ([], [("1", 2, 90)])
 
 
 def _describe_update(group: str, member: str) -> TopologyUpdate:

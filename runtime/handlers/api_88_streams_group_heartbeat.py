@@ -16,7 +16,7 @@ from kafkagen.generated.streams_group_heartbeat import (
     StreamsGroupHeartbeatResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.group.sticky_task_assignor import Tasks, TaskSet
+from kafkagen.runtime.broker.group.sticky_task_assignor import TaskOffsets, Tasks, TaskSet
 from kafkagen.runtime.broker.group.streams_group import InternalTopic, Subtopology, Topology
 from kafkagen.runtime.broker.group.streams_group_manager import HeartbeatResult
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
@@ -67,6 +67,8 @@ def handle(ctx: RequestContext, request: StreamsGroupHeartbeatRequest) -> None:
                 if request.client_tags is None
                 else {kv.key: kv.value for kv in request.client_tags}
             ),
+            task_offsets=_task_offsets(request.task_offsets),
+            task_end_offsets=_task_offsets(request.task_end_offsets),
             shutdown_application=request.shutdown_application,
             client_id=ctx.client_id or "",
             client_host=ctx.client_host,
@@ -133,6 +135,15 @@ def _task_set(ids: Sequence[Q.TaskIds] | None) -> TaskSet:
     out: TaskSet = {}
     for t in ids or ():
         out.setdefault(t.subtopology_id, set()).update(t.partitions)
+    return out
+
+
+def _task_offsets(offsets: Sequence[Q.TaskOffset] | None) -> TaskOffsets | None:
+    if offsets is None:
+        return None
+    out: TaskOffsets = {}
+    for o in offsets:
+        out.setdefault(o.subtopology_id, {})[o.partition] = o.offset
     return out
 
 

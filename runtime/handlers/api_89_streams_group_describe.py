@@ -15,7 +15,7 @@ from kafkagen.generated.streams_group_describe import (
     StreamsGroupDescribeResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.group.sticky_task_assignor import Tasks, TaskSet
+from kafkagen.runtime.broker.group.sticky_task_assignor import TaskOffsets, Tasks, TaskSet
 from kafkagen.runtime.broker.group.streams_group import InternalTopic, Topology
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import (
@@ -105,8 +105,8 @@ def _describe(
                 else R.Endpoint(host=m.user_endpoint[0], port=m.user_endpoint[1])
             ),
             client_tags=[R.KeyValue(key=k, value=v) for k, v in sorted(m.client_tags.items())],
-            task_offsets=[],
-            task_end_offsets=[],
+            task_offsets=_task_offsets(m.task_offsets),
+            task_end_offsets=_task_offsets(m.task_end_offsets),
             assignment=_assignment(m.assigned),
             target_assignment=_assignment(group.target.get(m.member_id, Tasks())),
             is_classic=False,
@@ -114,6 +114,14 @@ def _describe(
         for m in sorted(group.members.values(), key=lambda m: m.member_id)
     ]
     return d
+
+
+def _task_offsets(offsets: TaskOffsets) -> list[R.TaskOffset]:
+    return [
+        R.TaskOffset(subtopology_id=sub, partition=p, offset=offset)
+        for sub, by_partition in sorted(offsets.items())
+        for p, offset in sorted(by_partition.items())
+    ]
 
 
 def _topology(t: Topology) -> R.Topology:

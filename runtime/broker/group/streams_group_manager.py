@@ -47,7 +47,7 @@ from ..coordinator import record_format
 from ..coordinator.coordinator_log import CoordinatorLog
 from ..sorted_keys import SortedKeysDict
 from .group_model import Group, MemberDeadline
-from .sticky_task_assignor import AssignorMember, Tasks, TaskSet, assign
+from .sticky_task_assignor import AssignorMember, TaskOffsets, Tasks, TaskSet, assign
 from .streams_group import (
     MemberState,
     Status,
@@ -132,6 +132,8 @@ class StreamsGroupManager:
         process_id: str | None,
         user_endpoint: tuple[str, int] | None,
         client_tags: dict[str, str] | None,
+        task_offsets: TaskOffsets | None,
+        task_end_offsets: TaskOffsets | None,
         shutdown_application: bool,
         client_id: str,
         client_host: str,
@@ -245,6 +247,12 @@ class StreamsGroupManager:
         if rebalance_timeout_ms > 0:
             member.rebalance_timeout_ms = rebalance_timeout_ms
         member.client_id, member.client_host = client_id, client_host
+        # Reported offsets replace the last ones; they rank standby owners at the next
+        # assignment but move no epoch, as in Kafka 4.4.
+        if task_offsets is not None:
+            member.task_offsets = task_offsets
+        if task_end_offsets is not None:
+            member.task_end_offsets = task_end_offsets
         if shutdown_application:
             group.shutdown_requested = True
         self._configure(group)
@@ -410,7 +418,9 @@ class StreamsGroupManager:
                 group.assignment_epoch = group.group_epoch
             return
         members = {
-            m.member_id: AssignorMember(m.process_id, group.target.get(m.member_id, Tasks()))
+            m.member_id: AssignorMember(
+                m.process_id, group.target.get(m.member_id, Tasks()), m.task_offsets
+            )
             for m in group.members.values()
         }
         group.target = assign(
