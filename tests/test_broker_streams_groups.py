@@ -173,6 +173,7 @@ def cluster() -> Iterator[BackgroundCluster]:
             "group.streams.session.timeout.ms": str(SESSION_MS),
             "group.streams.heartbeat.interval.ms": "200",
             "group.streams.initial.rebalance.delay.ms": "0",
+            "group.streams.assignment.interval.ms": "0",
             "group.streams.num.standby.replicas": "1",
         },
     ) as c:
@@ -370,6 +371,10 @@ def test_describe_list_and_commit(w: WireClient) -> None:
     assert group.error_code == 0 and group.group_state == "Stable"
     assert group.assignor_name == "sticky" and group.topology.epoch == 0
     assert [s.subtopology_id for s in group.topology.subtopologies] == ["0", "1"]
+    # Configured: the internal topics with the partition counts they were given.
+    store = group.topology.subtopologies[1]
+    assert [t.partitions for t in store.state_changelog_topics] == [4]
+    assert [t.partitions for t in store.repartition_source_topics] == [4]
     (member,) = group.members
     assert member.member_id == m.member_id and member.process_id == m.process_id
     assert _tasks(member.assignment.active_tasks) == m.active
@@ -431,6 +436,39 @@ def test_reported_task_offsets_are_kept_and_described(w: WireClient) -> None:
     assert described() == ([("1", 2, 40)], [("1", 2, 90)])
     assert m.heartbeat(task_offsets=[]).error_code == 0  # a new list replaces the last
     assert described() == ([], [("1", 2, 90)])
+
+
+def test_a_new_target_waits_for_the_assignment_interval() -> None:
+    configs = {
+        "offsets.topic.num.partitions": "1",
+        "group.streams.initial.rebalance.delay.ms": "0",
+        "group.streams.assignment.interval.ms": "5000",
+    }
+    with BackgroundCluster(1, configs=configs) as c:
+        assert c.cluster is not None
+        md, gc = c.cluster.metadata, c.cluster.brokers[0].group_coordinator
+        c.call(lambda: (md.create_topic("words", 4, 1), gc.ensure_offsets_topic()))
+        with WireClient(c.bootstrap) as w:
+            a = Member(w, "app-interval", _topology("app-interval"))
+            _converge([a], rounds=3)  # the group's first target is computed at once
+            assert len(a.active) == 8
+            b = Member(w, "app-interval", _topology("app-interval"))
+            r = b.heartbeat()
+            assert r.error_code == 0 and not b.active
+            delayed = (5, "Assignment delayed due to the configured assignment interval.")
+            assert delayed in [(st.status_code, st.status_detail) for st in r.status]
+            d = _described(w, "app-interval")
+            assert (d["groupState"], d["assignmentEpoch"]) == ("Assigning", a.epoch)
+            # The coordinator computes it when the interval is over, without a heartbeat.
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                d = _described(w, "app-interval")
+                if d["assignmentEpoch"] == d["groupEpoch"]:
+                    break
+                time.sleep(0.1)
+            assert d["assignmentEpoch"] == d["groupEpoch"] > a.epoch
+            _converge([a, b])
+            assert len(a.active) == len(b.active) == 4
 
 
 def _describe_update(group: str, member: str) -> TopologyUpdate:
@@ -559,6 +597,7 @@ def _described(w: WireClient, group_id: str) -> dict[str, Any]:
         "group.streams.session.timeout.ms": 10_000,
         "group.streams.heartbeat.interval.ms": 200,
         "group.streams.initial.rebalance.delay.ms": 0,
+        "group.streams.assignment.interval.ms": 0,
         "group.streams.num.standby.replicas": 1,
     },
 )
@@ -794,6 +833,7 @@ def patient() -> Iterator[WireClient]:
             "offsets.topic.num.partitions": "1",
             "group.streams.session.timeout.ms": "60000",
             "group.streams.initial.rebalance.delay.ms": "0",
+            "group.streams.assignment.interval.ms": "0",
         },
     ) as c:
         assert c.cluster is not None

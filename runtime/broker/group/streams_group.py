@@ -231,6 +231,11 @@ class StreamsGroup:
     #: The first assignment waits until then (group.streams.initial.rebalance.delay.ms;
     #: 0 once it was made).
     assign_after_ms: int = 0
+    #: When the assignor last computed the target: the next waits until
+    #: ``group.streams.assignment.interval.ms`` after it (0: never computed).
+    assignment_timestamp_ms: int = 0
+    #: Computes the target once the interval is over (None: no target waiting).
+    assignment_timer: DelayedOperation | None = None
     shutdown_requested: bool = False
     offsets: SortedKeysDict[TopicPartition, OffsetEntry] = field(default_factory=SortedKeysDict)
     dead: bool = False

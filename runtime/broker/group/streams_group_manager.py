@@ -259,6 +259,13 @@ class StreamsGroupManager:
         statuses += self._statuses(group)
         before = member.assigned.copy()
         self._maybe_assign(group)
+        if group.assignment_timer is not None:
+            statuses.append(
+                (
+                    Status.ASSIGNMENT_DELAYED,
+                    "Assignment delayed due to the configured assignment interval.",
+                )
+            )
         self._reconcile(group, member, owned)
         self._schedule(group, member, "session")
         send = member_epoch == 0 or before != member.assigned
@@ -417,6 +424,11 @@ class StreamsGroupManager:
                 group.target = {}
                 group.assignment_epoch = group.group_epoch
             return
+        interval = self._cfg("group.streams.assignment.interval.ms")
+        now = self.log.now_ms()
+        if group.assignment_timestamp_ms and now < group.assignment_timestamp_ms + interval:
+            self._assign_later(group, group.assignment_timestamp_ms + interval - now)
+            return
         members = {
             m.member_id: AssignorMember(
                 m.process_id, group.target.get(m.member_id, Tasks()), m.task_offsets
@@ -427,6 +439,24 @@ class StreamsGroupManager:
             members, configured.task_counts, self._cfg("group.streams.num.standby.replicas")
         )
         group.assignment_epoch = group.group_epoch
+        group.assignment_timestamp_ms = now
+        group.assignment_timer = None
+
+    def _assign_later(self, group: StreamsGroup, delay_ms: int) -> None:
+        """Compute the target (and write it) when the assignment interval is over, as
+        Kafka's timer does, unless a heartbeat computes it first."""
+        if group.assignment_timer is not None:
+            return
+
+        def run(op: MemberDeadline) -> None:
+            if group.assignment_timer is op and self.groups.get(group.group_id) is group:
+                group.assignment_timer = None
+                self._maybe_assign(group)
+                self._persist(group, _ignore)
+
+        # A deadline that only its timeout ends, as members' sessions.
+        group.assignment_timer = MemberDeadline(delay_ms, run)
+        self._timeouts.try_complete_else_watch(group.assignment_timer, [(group.group_id, "")])
 
     def _reconcile(self, group: StreamsGroup, member: StreamsMember, owned: Tasks | None) -> None:
         """Move the member one step toward its target (revoke before assign)."""
