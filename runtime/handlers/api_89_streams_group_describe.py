@@ -16,7 +16,7 @@ from kafkagen.generated.streams_group_describe import (
 )
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group.sticky_task_assignor import TaskOffsets, Tasks, TaskSet
-from kafkagen.runtime.broker.group.streams_group import InternalTopic, Topology
+from kafkagen.runtime.broker.group.streams_group import ConfiguredTopology, InternalTopic, Topology
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import (
     ErrorCode,
@@ -84,7 +84,7 @@ def _describe(
     d.group_state = group.state.value
     d.group_epoch = group.group_epoch
     d.assignment_epoch = group.assignment_epoch
-    d.topology = None if group.topology is None else _topology(group.topology)
+    d.topology = None if group.topology is None else _topology(group.topology, group.configured)
     if ctx.api_version >= 1:
         d.assignor_name = ASSIGNOR
         if want_description:
@@ -124,7 +124,13 @@ def _task_offsets(offsets: TaskOffsets) -> list[R.TaskOffset]:
     ]
 
 
-def _topology(t: Topology) -> R.Topology:
+def _topology(t: Topology, configured: ConfiguredTopology | None) -> R.Topology:
+    """The topology as the member sent it; once it is configured, its internal topics with
+    the partition counts the coordinator gave them, as Kafka describes them."""
+    tasks: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    if configured is not None and configured.task_counts is not None:
+        tasks, counts = configured.task_counts, configured.source_partitions
     return R.Topology(
         epoch=t.epoch,
         subtopologies=[
@@ -132,18 +138,24 @@ def _topology(t: Topology) -> R.Topology:
                 subtopology_id=s.subtopology_id,
                 source_topics=list(s.source_topics),
                 repartition_sink_topics=list(s.repartition_sink_topics),
-                state_changelog_topics=[_topic_info(c) for c in s.state_changelog_topics],
-                repartition_source_topics=[_topic_info(r) for r in s.repartition_source_topics],
+                state_changelog_topics=[
+                    _topic_info(c, tasks.get(s.subtopology_id, c.partitions))
+                    for c in s.state_changelog_topics
+                ],
+                repartition_source_topics=[
+                    _topic_info(r, counts.get(r.name, r.partitions))
+                    for r in s.repartition_source_topics
+                ],
             )
             for s in t.subtopologies
         ],
     )
 
 
-def _topic_info(t: InternalTopic) -> R.TopicInfo:
+def _topic_info(t: InternalTopic, partitions: int) -> R.TopicInfo:
     return R.TopicInfo(
         name=t.name,
-        partitions=t.partitions,
+        partitions=partitions,
         replication_factor=t.replication_factor,
         topic_configs=[R.KeyValue(key=k, value=v) for k, v in t.configs],
     )
