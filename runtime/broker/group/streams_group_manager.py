@@ -10,13 +10,14 @@ changes, a **target assignment** from the sticky task assignor, and per member a
 **member epoch** reached one step at a time: tasks to revoke first (the member keeps its
 epoch until it reports them gone), then new active tasks once their previous owner has
 released them. A new group waits ``group.streams.initial.rebalance.delay.ms`` before its
-first assignment (status ASSIGNMENT_DELAYED meanwhile).
+first assignment, and each later target ``group.streams.assignment.interval.ms`` after the
+one before (status ASSIGNMENT_DELAYED meanwhile).
 
 Sessions end by the broker's timer (``group.streams.session.timeout.ms``), and a member that
 does not revoke within its rebalance timeout is fenced. Every change is written to
-``__consumer_offsets`` in Kafka's record formats (`streams_group_records`), and the broker
-that takes the partition over rebuilds the groups from them: members keep their epochs and
-tasks across a coordinator move.
+``__consumer_offsets`` in Kafka's record formats (`streams_group_records`) before the
+heartbeat that made it is answered, and the broker that takes the partition over rebuilds
+the groups from them: members keep their epochs and tasks across a coordinator move.
 """
 
 from __future__ import annotations
