@@ -105,6 +105,21 @@ def test_standbys_are_left_out_when_one_process_is_all_there_is() -> None:
     assert all(not t.standby for t in out.values())
 
 
+def test_standbys_go_to_members_reporting_the_tasks_state() -> None:
+    # m0 holds the one task; m1 and m2 (other processes, equal load) could take the standby.
+    plain = assign(_members(3), {"0": 1}, 1)
+    assert plain["m1"].standby == {"0": {0}}  # no state reported: the first by id
+    members = _members(3)
+    members["m2"] = AssignorMember("p2", Tasks(), {"0": {0: 50}})
+    assert assign(members, {"0": 1}, 1)["m2"].standby == {"0": {0}}
+    # Both report it: the higher offset (more of the state) wins.
+    members["m1"] = AssignorMember("p1", Tasks(), {"0": {0: 80}})
+    out = assign(members, {"0": 1}, 1)
+    assert out["m1"].standby == {"0": {0}} and not out["m2"].standby
+    # Nobody gets warm-up tasks: Kafka 4.4's assignor plans none either.
+    assert all(not t.warmup for t in out.values())
+
+
 # -- the topology's configuration -----------------------------------------------------
 
 
@@ -158,6 +173,7 @@ def cluster() -> Iterator[BackgroundCluster]:
             "group.streams.session.timeout.ms": str(SESSION_MS),
             "group.streams.heartbeat.interval.ms": "200",
             "group.streams.initial.rebalance.delay.ms": "0",
+            "group.streams.assignment.interval.ms": "0",
             "group.streams.num.standby.replicas": "1",
         },
     ) as c:
@@ -355,6 +371,10 @@ def test_describe_list_and_commit(w: WireClient) -> None:
     assert group.error_code == 0 and group.group_state == "Stable"
     assert group.assignor_name == "sticky" and group.topology.epoch == 0
     assert [s.subtopology_id for s in group.topology.subtopologies] == ["0", "1"]
+    # Configured: the internal topics with the partition counts they were given.
+    store = group.topology.subtopologies[1]
+    assert [t.partitions for t in store.state_changelog_topics] == [4]
+    assert [t.partitions for t in store.repartition_source_topics] == [4]
     (member,) = group.members
     assert member.member_id == m.member_id and member.process_id == m.process_id
     assert _tasks(member.assignment.active_tasks) == m.active
@@ -389,6 +409,66 @@ def test_describe_list_and_commit(w: WireClient) -> None:
         ),
     )
     assert stale.topics[0].partitions[0].error_code == ErrorCode.STALE_MEMBER_EPOCH
+
+
+def test_reported_task_offsets_are_kept_and_described(w: WireClient) -> None:
+    m = Member(w, "app-offsets", _topology("app-offsets"))
+    _converge([m])
+    epoch = m.epoch
+    offset = HbReq.TaskOffset
+    r = m.heartbeat(
+        task_offsets=[offset(subtopology_id="1", partition=2, offset=40)],
+        task_end_offsets=[offset(subtopology_id="1", partition=2, offset=90)],
+    )
+    assert r.error_code == 0 and r.member_epoch == epoch  # offsets move no epoch
+    assert (r.acceptable_recovery_lag_legacy, r.task_offset_interval_ms) == (10_000, 60_000)
+    assert m.heartbeat().error_code == 0  # null offsets: the last ones stay
+
+    def described() -> tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]]:
+        (member,) = w.call(DESCRIBE, 1, DescReq(group_ids=["app-offsets"])).groups[0].members
+        assert not _tasks(member.assignment.warmup_tasks)
+        assert not _tasks(member.target_assignment.warmup_tasks)
+        return tuple(  # type: ignore[return-value]
+            [(o.subtopology_id, o.partition, o.offset) for o in kind]
+            for kind in (member.task_offsets, member.task_end_offsets)
+        )
+
+    assert described() == ([("1", 2, 40)], [("1", 2, 90)])
+    assert m.heartbeat(task_offsets=[]).error_code == 0  # a new list replaces the last
+    assert described() == ([], [("1", 2, 90)])
+
+
+def test_a_new_target_waits_for_the_assignment_interval() -> None:
+    configs = {
+        "offsets.topic.num.partitions": "1",
+        "group.streams.initial.rebalance.delay.ms": "0",
+        "group.streams.assignment.interval.ms": "5000",
+    }
+    with BackgroundCluster(1, configs=configs) as c:
+        assert c.cluster is not None
+        md, gc = c.cluster.metadata, c.cluster.brokers[0].group_coordinator
+        c.call(lambda: (md.create_topic("words", 4, 1), gc.ensure_offsets_topic()))
+        with WireClient(c.bootstrap) as w:
+            a = Member(w, "app-interval", _topology("app-interval"))
+            _converge([a], rounds=3)  # the group's first target is computed at once
+            assert len(a.active) == 8
+            b = Member(w, "app-interval", _topology("app-interval"))
+            r = b.heartbeat()
+            assert r.error_code == 0 and not b.active
+            delayed = (5, "Assignment delayed due to the configured assignment interval.")
+            assert delayed in [(st.status_code, st.status_detail) for st in r.status]
+            d = _described(w, "app-interval")
+            assert (d["groupState"], d["assignmentEpoch"]) == ("Assigning", a.epoch)
+            # The coordinator computes it when the interval is over, without a heartbeat.
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                d = _described(w, "app-interval")
+                if d["assignmentEpoch"] == d["groupEpoch"]:
+                    break
+                time.sleep(0.1)
+            assert d["assignmentEpoch"] == d["groupEpoch"] > a.epoch
+            _converge([a, b])
+            assert len(a.active) == len(b.active) == 4
 
 
 def _describe_update(group: str, member: str) -> TopologyUpdate:
@@ -458,20 +538,22 @@ def test_a_streams_group_id_is_not_a_consumer_group(w: WireClient) -> None:
 
 
 def _records_of(
-    cluster: BackgroundCluster | KafkaCluster, node: int
+    cluster: BackgroundCluster | KafkaCluster, node: int, *, settled: bool = True
 ) -> list[tuple[bytes, bytes | None]]:
     """The streams-group records (key, value or None) in ``__consumer_offsets``-0 of
-    ``node``, once its high watermark has caught up with its log end (all replicated)."""
+    ``node`` below its high watermark; ``settled`` waits until that is the log end (all
+    replicated), else they are the records written at this moment."""
 
     def read() -> list[tuple[bytes, bytes | None]] | None:
         assert cluster.cluster is not None
         rm = cluster.cluster.brokers[node].replica_manager
         partition = rm.partitions[TopicPartition("__consumer_offsets", 0)]
-        if partition.high_watermark < partition.log.log_end_offset:
+        if settled and partition.high_watermark < partition.log.log_end_offset:
             return None
         return [
             (bytes(r.key), None if r.value is None else bytes(r.value))
             for b in partition.log.batches
+            if b.last_offset < partition.high_watermark
             for batch in iter_batches(b.data, verify_crc=False)
             if not batch.is_control
             for r in batch
@@ -515,6 +597,7 @@ def _described(w: WireClient, group_id: str) -> dict[str, Any]:
         "group.streams.session.timeout.ms": 10_000,
         "group.streams.heartbeat.interval.ms": 200,
         "group.streams.initial.rebalance.delay.ms": 0,
+        "group.streams.assignment.interval.ms": 0,
         "group.streams.num.standby.replicas": 1,
     },
 )
@@ -563,6 +646,63 @@ def test_a_new_coordinator_rebuilds_the_streams_group_from_its_records(
             assert a.heartbeat().error_code == 0
             time.sleep(0.05)
         assert len(a.active) == 8  # 4 partitions x 2 subtopologies
+
+
+@pytest.mark.slow
+@pytest.mark.kafka_cluster(
+    brokers=3,
+    configs={
+        "offsets.topic.num.partitions": 1,
+        "offsets.topic.replication.factor": 3,
+        "group.streams.initial.rebalance.delay.ms": 0,
+    },
+)
+def test_a_heartbeat_is_answered_once_its_records_are_written(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl
+) -> None:
+    kafka_cluster.create_topic("words", 4, 3)
+    kafka_cluster.call(kafka_cluster.cluster.brokers[0].group_coordinator.ensure_offsets_topic)
+    addresses = kafka_cluster.bootstrap_servers.split(",")
+    _, leader = kafka_control.coordinator_of("durable-app")
+    # The followers' slow disks hold every write of the group (acks=all) for 1.5 s.
+    for follower in {0, 1, 2} - {leader}:
+        kafka_control.faults.slow_disk(follower, 1500)
+
+    def written(member_id: str) -> dict[int, bytes | None]:
+        """Record type -> the member's last value below the high watermark (None: a
+        tombstone), read at once."""
+        out: dict[int, bytes | None] = {}
+        for key, value in _records_of(kafka_cluster, leader, settled=False):
+            _, mid, record_type = decode_state_key(key)  # type: ignore[misc]
+            if mid == member_id:
+                out[record_type] = value
+        return out
+
+    try:
+        with WireClient(addresses[leader]) as w:
+            static = Member(w, "durable-app", _topology("durable-app"))
+            dynamic = Member(w, "durable-app", _topology("durable-app"))
+            start = time.monotonic()
+            assert static.heartbeat(instance_id="s").error_code == 0
+            assert time.monotonic() - start >= 1.0
+            # Answered: its metadata and assignment records are already replicated.
+            joined = written(static.member_id)
+            assert len(joined) == 3 and all(v is not None for v in joined.values())
+            assert dynamic.heartbeat().error_code == 0
+            assert len(written(dynamic.member_id)) == 3
+            # A leave (its tombstones) and a static leave (its epoch -2) likewise.
+            assert dynamic.heartbeat(member_epoch=-1).error_code == 0
+            assert set(written(dynamic.member_id).values()) == {None}
+            before = written(static.member_id)
+            assert static.heartbeat(member_epoch=-2, instance_id="s").error_code == 0
+            after = written(static.member_id)
+            assert after != before and all(v is not None for v in after.values())
+            group, _ = decode_group(
+                "durable-app", _replayed(_records_of(kafka_cluster, leader, settled=False))
+            )
+            assert group.members[static.member_id].member_epoch == -2
+    finally:
+        kafka_control.faults.heal()
 
 
 def _sample_group() -> StreamsGroup:
@@ -693,6 +833,7 @@ def patient() -> Iterator[WireClient]:
             "offsets.topic.num.partitions": "1",
             "group.streams.session.timeout.ms": "60000",
             "group.streams.initial.rebalance.delay.ms": "0",
+            "group.streams.assignment.interval.ms": "0",
         },
     ) as c:
         assert c.cluster is not None

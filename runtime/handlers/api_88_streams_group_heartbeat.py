@@ -16,8 +16,9 @@ from kafkagen.generated.streams_group_heartbeat import (
     StreamsGroupHeartbeatResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.group.sticky_task_assignor import Tasks, TaskSet
+from kafkagen.runtime.broker.group.sticky_task_assignor import TaskOffsets, Tasks, TaskSet
 from kafkagen.runtime.broker.group.streams_group import InternalTopic, Subtopology, Topology
+from kafkagen.runtime.broker.group.streams_group_manager import HeartbeatResult
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode, GroupIdNotFoundError, InvalidRequestError, KafkaError
 
@@ -35,10 +36,17 @@ def handle(ctx: RequestContext, request: StreamsGroupHeartbeatRequest) -> None:
     if not gc.streams.enabled():  # Kafka 4.4 answers so without a message
         ctx.respond(R(error_code=ErrorCode.UNSUPPORTED_VERSION, member_id=""))
         return
+
+    def respond(result: HeartbeatResult | None, error: int) -> None:
+        if result is None:
+            ctx.respond(R(error_code=error, member_id=""))
+        else:
+            ctx.respond(_response(ctx.api_version, result))
+
     try:
         if group_id in gc.groups or group_id in gc.consumer.groups:
             raise GroupIdNotFoundError(f"Group {group_id} is not a streams group.")
-        result = gc.streams.heartbeat(
+        gc.streams.heartbeat(
             group_id=group_id,
             member_id=request.member_id,
             member_epoch=request.member_epoch,
@@ -59,13 +67,18 @@ def handle(ctx: RequestContext, request: StreamsGroupHeartbeatRequest) -> None:
                 if request.client_tags is None
                 else {kv.key: kv.value for kv in request.client_tags}
             ),
+            task_offsets=_task_offsets(request.task_offsets),
+            task_end_offsets=_task_offsets(request.task_end_offsets),
             shutdown_application=request.shutdown_application,
             client_id=ctx.client_id or "",
             client_host=ctx.client_host,
+            respond=respond,
         )
     except KafkaError as e:
         ctx.respond(R(error_code=e.code, error_message=e.message, member_id=""))
-        return
+
+
+def _response(api_version: int, result: HeartbeatResult) -> StreamsGroupHeartbeatResponse:
     response = R(
         error_code=0,
         member_id=result.member_id,
@@ -75,7 +88,7 @@ def handle(ctx: RequestContext, request: StreamsGroupHeartbeatRequest) -> None:
         endpoint_information_epoch=result.endpoint_epoch,
         status=[R.Status(status_code=c, status_detail=d) for c, d in result.statuses],
     )
-    if ctx.api_version >= 1:
+    if api_version >= 1:
         response.acceptable_recovery_lag = result.acceptable_recovery_lag
     else:
         response.acceptable_recovery_lag_legacy = min(result.acceptable_recovery_lag, 2**31 - 1)
@@ -92,7 +105,7 @@ def handle(ctx: RequestContext, request: StreamsGroupHeartbeatRequest) -> None:
             )
             for (host, port), (active, standby) in sorted(result.endpoints.items())
         ]
-    ctx.respond(response)
+    return response
 
 
 def _topic_partitions(partitions: dict[str, set[int]]) -> list[R.TopicPartition]:
@@ -122,6 +135,15 @@ def _task_set(ids: Sequence[Q.TaskIds] | None) -> TaskSet:
     out: TaskSet = {}
     for t in ids or ():
         out.setdefault(t.subtopology_id, set()).update(t.partitions)
+    return out
+
+
+def _task_offsets(offsets: Sequence[Q.TaskOffset] | None) -> TaskOffsets | None:
+    if offsets is None:
+        return None
+    out: TaskOffsets = {}
+    for o in offsets:
+        out.setdefault(o.subtopology_id, {})[o.partition] = o.offset
     return out
 
 

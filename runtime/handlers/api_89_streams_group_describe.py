@@ -15,8 +15,8 @@ from kafkagen.generated.streams_group_describe import (
     StreamsGroupDescribeResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.group.sticky_task_assignor import Tasks, TaskSet
-from kafkagen.runtime.broker.group.streams_group import InternalTopic, Topology
+from kafkagen.runtime.broker.group.sticky_task_assignor import TaskOffsets, Tasks, TaskSet
+from kafkagen.runtime.broker.group.streams_group import ConfiguredTopology, InternalTopic, Topology
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import (
     ErrorCode,
@@ -84,7 +84,7 @@ def _describe(
     d.group_state = group.state.value
     d.group_epoch = group.group_epoch
     d.assignment_epoch = group.assignment_epoch
-    d.topology = None if group.topology is None else _topology(group.topology)
+    d.topology = None if group.topology is None else _topology(group.topology, group.configured)
     if ctx.api_version >= 1:
         d.assignor_name = ASSIGNOR
         if want_description:
@@ -105,8 +105,8 @@ def _describe(
                 else R.Endpoint(host=m.user_endpoint[0], port=m.user_endpoint[1])
             ),
             client_tags=[R.KeyValue(key=k, value=v) for k, v in sorted(m.client_tags.items())],
-            task_offsets=[],
-            task_end_offsets=[],
+            task_offsets=_task_offsets(m.task_offsets),
+            task_end_offsets=_task_offsets(m.task_end_offsets),
             assignment=_assignment(m.assigned),
             target_assignment=_assignment(group.target.get(m.member_id, Tasks())),
             is_classic=False,
@@ -116,7 +116,21 @@ def _describe(
     return d
 
 
-def _topology(t: Topology) -> R.Topology:
+def _task_offsets(offsets: TaskOffsets) -> list[R.TaskOffset]:
+    return [
+        R.TaskOffset(subtopology_id=sub, partition=p, offset=offset)
+        for sub, by_partition in sorted(offsets.items())
+        for p, offset in sorted(by_partition.items())
+    ]
+
+
+def _topology(t: Topology, configured: ConfiguredTopology | None) -> R.Topology:
+    """The topology as the member sent it; once it is configured, its internal topics with
+    the partition counts the coordinator gave them, as Kafka describes them."""
+    tasks: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    if configured is not None and configured.task_counts is not None:
+        tasks, counts = configured.task_counts, configured.source_partitions
     return R.Topology(
         epoch=t.epoch,
         subtopologies=[
@@ -124,18 +138,24 @@ def _topology(t: Topology) -> R.Topology:
                 subtopology_id=s.subtopology_id,
                 source_topics=list(s.source_topics),
                 repartition_sink_topics=list(s.repartition_sink_topics),
-                state_changelog_topics=[_topic_info(c) for c in s.state_changelog_topics],
-                repartition_source_topics=[_topic_info(r) for r in s.repartition_source_topics],
+                state_changelog_topics=[
+                    _topic_info(c, tasks.get(s.subtopology_id, c.partitions))
+                    for c in s.state_changelog_topics
+                ],
+                repartition_source_topics=[
+                    _topic_info(r, counts.get(r.name, r.partitions))
+                    for r in s.repartition_source_topics
+                ],
             )
             for s in t.subtopologies
         ],
     )
 
 
-def _topic_info(t: InternalTopic) -> R.TopicInfo:
+def _topic_info(t: InternalTopic, partitions: int) -> R.TopicInfo:
     return R.TopicInfo(
         name=t.name,
-        partitions=t.partitions,
+        partitions=partitions,
         replication_factor=t.replication_factor,
         topic_configs=[R.KeyValue(key=k, value=v) for k, v in t.configs],
     )

@@ -219,6 +219,34 @@ async def st_describe(s: Session) -> None:
     await s.call(StreamsGroupDescribeRequest(group_ids=[g]), node=await s.coordinator(g))
 
 
+@scenario(
+    "StreamsGroupDescribe",
+    "task-offsets",
+    "a member reports its tasks' changelog offsets and end offsets; no warm-up tasks",
+)
+async def st_describe_task_offsets(s: Session) -> None:
+    g = s.name("g")
+    joined = await _joined(s, g)
+    node = await s.coordinator(g)
+    # Heartbeats (not recorded) until the internal topics exist and the initial delay is
+    # over, for at most 20 s: the recorded steps then meet a group with its tasks.
+    epoch, deadline = joined.member_epoch, time.monotonic() + 20.0
+    while True:
+        r = await s.setup(_beat(g, epoch), node=node)
+        if r.error_code:
+            raise SetupError(f"streams group {g}: a heartbeat answered error {r.error_code}")
+        epoch = r.member_epoch
+        if not r.status and r.active_tasks is not None:
+            break
+        if time.monotonic() > deadline:
+            raise SetupError(f"streams group {g}: no tasks within 20 s ({r.status})")
+        await asyncio.sleep(0.3)
+    offsets = [H.TaskOffset(subtopology_id="1", partition=1, offset=40)]
+    ends = [H.TaskOffset(subtopology_id="1", partition=1, offset=90)]
+    await s.call(_beat(g, epoch, task_offsets=offsets, task_end_offsets=ends), node=node)
+    await s.call(StreamsGroupDescribeRequest(group_ids=[g]), node=node)
+
+
 @scenario("StreamsGroupDescribe", "unknown-group", "a group id no group has")
 async def st_describe_unknown(s: Session) -> None:
     g = s.name("g")

@@ -5,20 +5,24 @@ task keeps the member that owned it in the previous target assignment as long as
 member stays within its fair share, and the rest go to the least loaded members, so that
 active counts differ by at most one between members. Standby replicas (as many per task
 as ``num_standby``) go to members of other processes than the active owner and of
-distinct processes among themselves, their previous holders first, then the least loaded;
-a standby that no other process can take is left out, as Kafka does when capacity is
-short.
+distinct processes among themselves: their previous holders first, then, as Kafka 4.4's
+assignor ranks them, the least loaded of the members that report the task's state (a
+changelog offset in their heartbeats; at equal load the highest offset), then the least
+loaded; a standby that no other process can take is left out, as Kafka does when capacity
+is short. Like Kafka 4.4's, this assignor plans no warm-up tasks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["TaskSet", "Tasks", "AssignorMember", "assign", "task_list"]
+__all__ = ["TaskSet", "TaskOffsets", "Tasks", "AssignorMember", "assign", "task_list"]
 
 #: Subtopology id -> task partitions.
 TaskSet = dict[str, set[int]]
+#: Subtopology id -> task partition -> an offset (of the task's changelog state).
+TaskOffsets = dict[str, dict[int, int]]
 
 
 @dataclass(slots=True)
@@ -46,10 +50,12 @@ class Tasks:
 
 @dataclass(frozen=True, slots=True)
 class AssignorMember:
-    """What the assignor knows of a member: its process and its previous target."""
+    """What the assignor knows of a member: its process, its previous target and the
+    offsets of the task states it reported."""
 
     process_id: str
     previous: Tasks
+    task_offsets: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
 
 
 def task_list(task_counts: Mapping[str, int]) -> list[tuple[str, int]]:
@@ -78,7 +84,13 @@ def assign(
                 if not candidates:
                     break
                 sticky = [m for m in previous if m in candidates]
-                pick = sticky[0] if sticky else min(candidates, key=lambda m: (load[m], m))
+                stateful = [m for m in candidates if _has(members[m].task_offsets, task)]
+                if sticky:
+                    pick = sticky[0]
+                elif stateful:
+                    pick = min(stateful, key=lambda m: (load[m], -_offset(members[m], task), m))
+                else:
+                    pick = min(candidates, key=lambda m: (load[m], m))
                 out[pick].standby.setdefault(task[0], set()).add(task[1])
                 used.add(members[pick].process_id)
                 load[pick] += 1
@@ -122,8 +134,12 @@ def _assign_active(
     return owner
 
 
-def _has(tasks: TaskSet, task: tuple[str, int]) -> bool:
+def _has(tasks: Mapping[str, Collection[int]], task: tuple[str, int]) -> bool:
     return task[1] in tasks.get(task[0], ())
+
+
+def _offset(member: AssignorMember, task: tuple[str, int]) -> int:
+    return member.task_offsets[task[0]][task[1]]
 
 
 def _count(tasks: TaskSet) -> int:

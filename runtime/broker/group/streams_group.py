@@ -22,7 +22,7 @@ from kafkagen.runtime.topic_partition import TopicPartition
 
 from ..sorted_keys import SortedKeysDict
 from .group_model import OffsetEntry
-from .sticky_task_assignor import Tasks, TaskSet
+from .sticky_task_assignor import TaskOffsets, Tasks, TaskSet
 
 __all__ = [
     "ConfiguredTopology",
@@ -207,6 +207,10 @@ class StreamsMember:
     pending_revocation: Tasks = field(default_factory=Tasks)
     #: The endpoint-information epoch the member last reported.
     endpoint_epoch: int = -1
+    #: The changelog offsets of its tasks' state and their end offsets, as it last
+    #: reported them (subtopology -> partition -> offset); kept in memory only, as Kafka.
+    task_offsets: TaskOffsets = field(default_factory=dict)
+    task_end_offsets: TaskOffsets = field(default_factory=dict)
     session: DelayedOperation | None = None
     revocation: DelayedOperation | None = None
 
@@ -227,6 +231,11 @@ class StreamsGroup:
     #: The first assignment waits until then (group.streams.initial.rebalance.delay.ms;
     #: 0 once it was made).
     assign_after_ms: int = 0
+    #: When the assignor last computed the target: the next waits until
+    #: ``group.streams.assignment.interval.ms`` after it (0: never computed).
+    assignment_timestamp_ms: int = 0
+    #: Computes the target once the interval is over (None: no target waiting).
+    assignment_timer: DelayedOperation | None = None
     shutdown_requested: bool = False
     offsets: SortedKeysDict[TopicPartition, OffsetEntry] = field(default_factory=SortedKeysDict)
     dead: bool = False

@@ -10,13 +10,14 @@ changes, a **target assignment** from the sticky task assignor, and per member a
 **member epoch** reached one step at a time: tasks to revoke first (the member keeps its
 epoch until it reports them gone), then new active tasks once their previous owner has
 released them. A new group waits ``group.streams.initial.rebalance.delay.ms`` before its
-first assignment (status ASSIGNMENT_DELAYED meanwhile).
+first assignment, and each later target ``group.streams.assignment.interval.ms`` after the
+one before (status ASSIGNMENT_DELAYED meanwhile).
 
 Sessions end by the broker's timer (``group.streams.session.timeout.ms``), and a member that
 does not revoke within its rebalance timeout is fenced. Every change is written to
-``__consumer_offsets`` in Kafka's record formats (`streams_group_records`), and the broker
-that takes the partition over rebuilds the groups from them: members keep their epochs and
-tasks across a coordinator move.
+``__consumer_offsets`` in Kafka's record formats (`streams_group_records`) before the
+heartbeat that made it is answered, and the broker that takes the partition over rebuilds
+the groups from them: members keep their epochs and tasks across a coordinator move.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from ..coordinator import record_format
 from ..coordinator.coordinator_log import CoordinatorLog
 from ..sorted_keys import SortedKeysDict
 from .group_model import Group, MemberDeadline
-from .sticky_task_assignor import AssignorMember, Tasks, TaskSet, assign
+from .sticky_task_assignor import AssignorMember, TaskOffsets, Tasks, TaskSet, assign
 from .streams_group import (
     MemberState,
     Status,
@@ -132,12 +133,20 @@ class StreamsGroupManager:
         process_id: str | None,
         user_endpoint: tuple[str, int] | None,
         client_tags: dict[str, str] | None,
+        task_offsets: TaskOffsets | None,
+        task_end_offsets: TaskOffsets | None,
         shutdown_application: bool,
         client_id: str,
         client_host: str,
-    ) -> HeartbeatResult:
+        respond: Callable[[HeartbeatResult | None, int], None],
+    ) -> None:
         """One heartbeat (the caller checked `enabled`); raises the Kafka error the response
-        must carry."""
+        must carry.
+
+        ``respond(result, error code)`` runs once the records of every change the heartbeat
+        made are written (at once when it changed nothing); a failed write answers with its
+        error and no result.
+        """
         _validate(
             group_id,
             member_id,
@@ -160,10 +169,12 @@ class StreamsGroupManager:
                 leaving.member_epoch = STATIC_LEAVE_EPOCH
                 self._cancel(leaving, "revocation")
                 self._schedule(group, leaving, "session")
-                self._persist(group)
+                left = self._result(group, None, member_id, member_epoch, endpoint_epoch, False)
+                self._persist(group, _answer(respond, left))
             else:
-                self._remove(group, leaving, "left the group")
-            return self._result(group, None, member_id, member_epoch, endpoint_epoch, False)
+                left = self._result(group, None, member_id, member_epoch, endpoint_epoch, False)
+                self._remove(group, leaving, "left the group", _answer(respond, left))
+            return
         group = self.groups.get(group_id)
         if group is None:
             if member_epoch != 0:
@@ -237,21 +248,34 @@ class StreamsGroupManager:
         if rebalance_timeout_ms > 0:
             member.rebalance_timeout_ms = rebalance_timeout_ms
         member.client_id, member.client_host = client_id, client_host
+        # Reported offsets replace the last ones; they rank standby owners at the next
+        # assignment but move no epoch, as in Kafka 4.4.
+        if task_offsets is not None:
+            member.task_offsets = task_offsets
+        if task_end_offsets is not None:
+            member.task_end_offsets = task_end_offsets
         if shutdown_application:
             group.shutdown_requested = True
         self._configure(group)
         statuses += self._statuses(group)
         before = member.assigned.copy()
         self._maybe_assign(group)
+        if group.assignment_timer is not None:
+            statuses.append(
+                (
+                    Status.ASSIGNMENT_DELAYED,
+                    "Assignment delayed due to the configured assignment interval.",
+                )
+            )
         self._reconcile(group, member, owned)
         self._schedule(group, member, "session")
         send = member_epoch == 0 or before != member.assigned
         if owned is not None and owned != member.assigned:
             send = True
-        self._persist(group)
         # A joining member learns the endpoints whatever epoch it names.
         seen = -1 if member_epoch == 0 else endpoint_epoch
-        return self._result(group, member, member_id, member.member_epoch, seen, send, statuses)
+        result = self._result(group, member, member_id, member.member_epoch, seen, send, statuses)
+        self._persist(group, _answer(respond, result))
 
     def _claim_instance(
         self, group: StreamsGroup, member_id: str, member_epoch: int, instance_id: str
@@ -401,14 +425,39 @@ class StreamsGroupManager:
                 group.target = {}
                 group.assignment_epoch = group.group_epoch
             return
+        interval = self._cfg("group.streams.assignment.interval.ms")
+        now = self.log.now_ms()
+        if group.assignment_timestamp_ms and now < group.assignment_timestamp_ms + interval:
+            self._assign_later(group, group.assignment_timestamp_ms + interval - now)
+            return
         members = {
-            m.member_id: AssignorMember(m.process_id, group.target.get(m.member_id, Tasks()))
+            m.member_id: AssignorMember(
+                m.process_id, group.target.get(m.member_id, Tasks()), m.task_offsets
+            )
             for m in group.members.values()
         }
         group.target = assign(
             members, configured.task_counts, self._cfg("group.streams.num.standby.replicas")
         )
         group.assignment_epoch = group.group_epoch
+        group.assignment_timestamp_ms = now
+        group.assignment_timer = None
+
+    def _assign_later(self, group: StreamsGroup, delay_ms: int) -> None:
+        """Compute the target (and write it) when the assignment interval is over, as
+        Kafka's timer does, unless a heartbeat computes it first."""
+        if group.assignment_timer is not None:
+            return
+
+        def run(op: MemberDeadline) -> None:
+            if group.assignment_timer is op and self.groups.get(group.group_id) is group:
+                group.assignment_timer = None
+                self._maybe_assign(group)
+                self._persist(group, _ignore)
+
+        # A deadline that only its timeout ends, as members' sessions.
+        group.assignment_timer = MemberDeadline(delay_ms, run)
+        self._timeouts.try_complete_else_watch(group.assignment_timer, [(group.group_id, "")])
 
     def _reconcile(self, group: StreamsGroup, member: StreamsMember, owned: Tasks | None) -> None:
         """Move the member one step toward its target (revoke before assign)."""
@@ -465,7 +514,14 @@ class StreamsGroupManager:
             member.member_epoch = target_epoch
         member.state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
 
-    def _remove(self, group: StreamsGroup, member: StreamsMember, why: str) -> None:
+    def _remove(
+        self,
+        group: StreamsGroup,
+        member: StreamsMember,
+        why: str,
+        done: Callable[[int], None],
+    ) -> None:
+        """Take the member out and write the change; ``done(error)`` once written."""
         _log.info("streams group %s: member %s %s", group.group_id, member.member_id, why)
         self._cancel(member, "session")
         self._cancel(member, "revocation")
@@ -476,18 +532,26 @@ class StreamsGroupManager:
         if not group.members:
             group.shutdown_requested = False
         self._maybe_assign(group)
-        self._persist(group)
+        self._persist(group, done)
 
-    def _persist(self, group: StreamsGroup) -> None:
+    def _persist(self, group: StreamsGroup, done: Callable[[int], None]) -> None:
         """Write the state records that changed since the last write, and tombstones for
-        the members gone. The answer does not wait for the write: a coordinator that fails
-        first loses the last change, and its members rejoin where the records left them."""
+        the members gone; ``done(error)`` once they are written (at once if none changed).
+        A failed write leaves the next change to write every record again."""
         wanted = {"": encode_group(group)}
         wanted.update((mid, encode_member(group, m)) for mid, m in group.members.items())
         records = record_format.changed_records(group.persisted, wanted, self.log.now_ms())
         group.persisted = wanted
-        if records:
-            self.log.append(group.group_id, records, _ignore)
+        if not records:
+            done(0)
+            return
+
+        def written(code: int) -> None:
+            if code and group.persisted is wanted:
+                group.persisted = {}
+            done(code)
+
+        self.log.append(group.group_id, records, written)
 
     # -- timers -----------------------------------------------------------------------
 
@@ -514,7 +578,7 @@ class StreamsGroupManager:
             return
         if getattr(member, what) is op:
             setattr(member, what, None)
-            self._remove(group, member, f"timed out ({what})")
+            self._remove(group, member, f"timed out ({what})", _ignore)
 
     # -- offsets ----------------------------------------------------------------------
 
@@ -742,6 +806,13 @@ def _overlaps(owned: Tasks, pending: Tasks) -> bool:
         for mine, theirs in zip(owned.kinds(), pending.kinds(), strict=False)
         for s, ps in mine.items()
     )
+
+
+def _answer(
+    respond: Callable[[HeartbeatResult | None, int], None], result: HeartbeatResult
+) -> Callable[[int], None]:
+    """The write's callback that answers a heartbeat: its result, or the write's error."""
+    return lambda code: respond(None if code else result, code)
 
 
 def _ignore(code: int) -> None:

@@ -7,7 +7,7 @@ version 0):
   configured from (`metadata_hash`; Kafka hashes its topic metadata its own way, so a
   Kafka broker reading these records would configure the topology once more);
 - 19 member metadata: a member's process, endpoint, client tags, topology epoch;
-- 20 target assignment metadata: the epoch of the target assignment;
+- 20 target assignment metadata: the epoch of the target assignment and when it was computed;
 - 21 target assignment member: a member's target tasks (active, standby, warm-up);
 - 22 current member assignment: a member's epochs, reconciliation state, tasks and tasks
   pending revocation;
@@ -205,7 +205,10 @@ def encode_group(group: StreamsGroup) -> dict[bytes, bytes]:
         ),
         record_format.record(
             StreamsGroupTargetAssignmentMetadataKey(group_id=gid),
-            StreamsGroupTargetAssignmentMetadataValue(assignment_epoch=group.assignment_epoch),
+            StreamsGroupTargetAssignmentMetadataValue(
+                assignment_epoch=group.assignment_epoch,
+                assignment_timestamp=group.assignment_timestamp_ms,
+            ),
         ),
     ]
     if group.topology is not None:
@@ -289,9 +292,9 @@ def decode_group(group_id: str, records: StreamsStateRecords) -> tuple[StreamsGr
     group = StreamsGroup(group_id)
     metadata = value("", GROUP_METADATA, StreamsGroupMetadataValue)
     group.group_epoch = metadata.epoch
-    group.assignment_epoch = value(
-        "", _TARGET_ASSIGNMENT_METADATA, StreamsGroupTargetAssignmentMetadataValue
-    ).assignment_epoch
+    target = value("", _TARGET_ASSIGNMENT_METADATA, StreamsGroupTargetAssignmentMetadataValue)
+    group.assignment_epoch = target.assignment_epoch
+    group.assignment_timestamp_ms = target.assignment_timestamp
     if ("", _TOPOLOGY) in records:
         group.topology = _topology(value("", _TOPOLOGY, StreamsGroupTopologyValue))
     for member_id, record_type in sorted(records):
