@@ -133,6 +133,73 @@ def test_pipelined_requests_are_answered_in_order(cluster: BackgroundCluster) ->
             assert got == cid
 
 
+def test_a_late_answer_holds_back_the_answers_pipelined_behind_it() -> None:
+    """A Fetch waiting in purgatory for bytes that never come is answered after max_wait_ms,
+    and the ApiVersions sent behind it on the same connection only after it."""
+    fetch = message_type(1, "request")
+    request = fetch(
+        replica_id=-1,
+        max_wait_ms=400,
+        min_bytes=1 << 20,
+        max_bytes=1 << 20,
+        topics=[
+            fetch.FetchTopic(
+                topic="waiting",
+                partitions=[
+                    fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+                ],
+            )
+        ],
+    )
+    with BackgroundCluster(configs={"auto.create.topics.enable": "true"}) as c:
+        with WireClient(c.bootstrap) as w:
+            topic = MetadataRequest.MetadataRequestTopic(name="waiting")
+            assert w.call(3, 1, MetadataRequest(topics=[topic])).topics[0].error_code == 0
+            start = time.monotonic()
+            w.send_raw(w.frame(1, 4, request) + w.frame(18, 0, ApiVersionsRequest()))
+            assert w.receive(1, 4)[0] == w.correlation_id - 1
+            assert time.monotonic() - start >= 0.35  # it did wait in purgatory
+            assert w.receive(18, 0)[0] == w.correlation_id
+
+
+@pytest.mark.parametrize("queued", ["500", "2"])
+def test_requests_in_one_write_are_all_answered_in_order(queued: str) -> None:
+    """Many frames arriving together, a large one received over several reads among them;
+    with queued.max.requests 2 the connection is read a little at a time."""
+    with BackgroundCluster(configs={"queued.max.requests": queued}) as c:
+        with WireClient(c.bootstrap) as w:
+            data = b"".join(w.frame(18, i % 3, ApiVersionsRequest()) for i in range(100))
+            data += w.frame(18, 0, ApiVersionsRequest(), pad=3 << 20)  # 3 MiB of padding
+            data += b"".join(w.frame(18, 2, ApiVersionsRequest()) for _ in range(50))
+            w.send_raw(data)
+            for cid in range(1, 152):
+                version = (cid - 1) % 3 if cid <= 100 else 0 if cid == 101 else 2
+                got, answer = w.receive(18, version)
+                assert (got, answer.error_code) == (cid, 0)
+
+
+def test_a_large_frame_sent_in_pieces_is_read_whole(cluster: BackgroundCluster) -> None:
+    with WireClient(cluster.bootstrap) as w:
+        data = w.frame(18, 1, ApiVersionsRequest(), pad=1 << 20)
+        pieces = [data[i : i + 100_000] for i in range(0, len(data), 100_000)]
+        for piece in pieces:
+            w.send_raw(piece)
+            time.sleep(0.01)
+        assert w.receive(18, 1)[0] == w.correlation_id
+        assert w.call(18, 0, ApiVersionsRequest()).error_code == 0
+
+
+def test_a_frame_cut_off_inside_its_body_closes_only_that_connection(
+    cluster: BackgroundCluster,
+) -> None:
+    with WireClient(cluster.bootstrap) as w:
+        data = w.frame(18, 1, ApiVersionsRequest(), pad=200_000)
+        w.send_raw(data[:150_000])
+        w.sock.shutdown(socket.SHUT_WR)
+        assert w.is_closed()
+    _still_serves(cluster.bootstrap)
+
+
 def test_size_prefix_over_the_limit_closes_only_that_connection(
     cluster: BackgroundCluster,
 ) -> None:

@@ -45,8 +45,8 @@ PLACES = (
     ("followers' fetches of the leader", "replica_fetcher.py", "_fetch"),
     ("  follower append", "partition.py", "append_as_follower"),
     ("Fetch requests (consumers), handler", "api_01_fetch.py", "handle"),
-    ("reading requests from sockets", "streams.py", "readexactly"),
-    ("  buffering received bytes", "streams.py", "feed_data"),
+    ("reading requests from sockets", "server.py", "read"),
+    ("  receiving bytes", "server.py", "buffer_updated"),
     ("writing responses to sockets", "server.py", "send"),
 )
 LIMIT_S = 300.0
