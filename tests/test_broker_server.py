@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import random
 import socket
+import ssl
 import struct
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from broker_helpers import WireClient
@@ -16,6 +18,7 @@ from kafkagen.generated import APIS, message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.handlers import load_handlers, supported_versions
+from tls_helpers import make_pki
 
 ApiVersionsRequest = message_type(18, "request")
 MetadataRequest = message_type(3, "request")
@@ -187,6 +190,20 @@ def test_a_large_frame_sent_in_pieces_is_read_whole(cluster: BackgroundCluster) 
             time.sleep(0.01)
         assert w.receive(18, 1)[0] == w.correlation_id
         assert w.call(18, 0, ApiVersionsRequest()).error_code == 0
+
+
+def test_frames_over_tls_are_read_whole_and_answered_in_order(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    configs = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(pki.broker)}
+    with BackgroundCluster(configs=configs) as c, WireClient(c.bootstrap) as w:
+        tls = ssl.create_default_context(cafile=str(pki.ca))
+        w.sock = tls.wrap_socket(w.sock, server_hostname="127.0.0.1")
+        data = w.frame(18, 1, ApiVersionsRequest(), pad=1 << 20)
+        data += b"".join(w.frame(18, 0, ApiVersionsRequest()) for _ in range(20))
+        w.send_raw(data)
+        for cid in range(1, 22):
+            got, answer = w.receive(18, 1 if cid == 1 else 0)
+            assert (got, answer.error_code) == (cid, 0)
 
 
 def test_a_frame_cut_off_inside_its_body_closes_only_that_connection(

@@ -147,6 +147,9 @@ class _Wire(asyncio.BufferedProtocol):
         if self._body is not None:
             self._filled += nbytes
             if self._filled == len(self._body):
+                # Done: what comes next (TLS may hand it over before the reader runs) is
+                # the next frame's.
+                self._body = None
                 self._wake()
             return
         self._pending += memoryview(self._scratch)[:nbytes]
@@ -190,9 +193,11 @@ class _Wire(asyncio.BufferedProtocol):
             return data
         if size <= _SMALL:
             self._wanted = size
-            while len(pending) < size and not self._eof:
-                await self._wait()
-            self._wanted = 0
+            try:
+                while len(pending) < size and not self._eof:
+                    await self._wait()
+            finally:
+                self._wanted = 0
             if len(pending) < size:
                 raise asyncio.IncompleteReadError(bytes(pending), size)
             data = bytes(pending[:size])
@@ -204,7 +209,7 @@ class _Wire(asyncio.BufferedProtocol):
         pending.clear()
         self._body = memoryview(body)
         try:
-            while self._filled < size and not self._eof:
+            while self._body is not None and not self._eof:
                 await self._wait()
         finally:
             self._body = None
