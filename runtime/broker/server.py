@@ -20,6 +20,7 @@ import asyncio
 import collections
 import functools
 import logging
+import os
 import ssl
 import struct
 from collections.abc import Callable
@@ -60,6 +61,8 @@ API_VERSIONS_KEY = 18
 _SCRATCH = 64 * 1024
 #: Reads up to this size (size prefixes, small requests) wait in the scratch buffer's queue.
 _SMALL = 4096
+#: How many buffers one gathering write may pass.
+_IOV_MAX = os.sysconf("SC_IOV_MAX")
 
 
 class _Slot:
@@ -71,7 +74,8 @@ class _Slot:
         self.conn = conn
         self.api_key = api_key
         self.correlation_id = correlation_id
-        self.payload: bytes | None = None
+        #: The answer's frame in pieces: size prefix and header, then the body as encoded.
+        self.payload: tuple[bytes, ...] | None = None
         self.done = False
 
     def send(self, response: Message, version: int) -> None:
@@ -91,7 +95,7 @@ class _Slot:
             self.done = True
             self.conn.close("response encoding failed")
             return
-        self.payload = _SIZE.pack(len(header) + len(body)) + header + body
+        self.payload = (_SIZE.pack(len(header) + len(body)) + header, body)
         self.done = True
         self.conn.flush()
 
@@ -131,11 +135,15 @@ class _Wire(asyncio.BufferedProtocol):
         self._lost: Exception | None = None
         self._drain: asyncio.Future[None] | None = None
         self._writing_paused = False
+        #: The socket's descriptor for gathering writes; -1 over TLS.
+        self._fd = -1
 
     # -- protocol callbacks -----------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
+        if transport.get_extra_info("sslcontext") is None:
+            self._fd = transport.get_extra_info("socket").fileno()
         self._accept(self)
 
     def get_buffer(self, sizehint: int) -> memoryview | bytearray:
@@ -217,6 +225,28 @@ class _Wire(asyncio.BufferedProtocol):
             raise asyncio.IncompleteReadError(bytes(body[: self._filled]), size)
         # Read-only, as bytes are: what decodes from it (records) may be kept and hashed.
         return memoryview(body).toreadonly()
+
+    def write(self, parts: list[bytes]) -> None:
+        """Send ``parts`` in order, unjoined. Over plain TCP with nothing waiting in the
+        transport's buffer they go to the socket in one gathering call (asyncio's
+        ``writelines`` joins them first); what the socket does not take, and everything
+        over TLS, goes through the transport."""
+        transport = self.transport
+        assert transport is not None
+        start = 0
+        if self._fd >= 0 and not transport.get_write_buffer_size() and not transport.is_closing():
+            try:
+                sent = os.writev(self._fd, parts[:_IOV_MAX])
+            except OSError:
+                sent = 0  # would block, or broken: the transport's own write finds out
+            while start < len(parts) and sent >= len(parts[start]):
+                sent -= len(parts[start])
+                start += 1
+            if sent:
+                transport.write(memoryview(parts[start])[sent:])
+                start += 1
+        for part in parts[start:]:
+            transport.write(part)
 
     async def drain(self) -> None:
         if self._lost is not None:
@@ -396,7 +426,7 @@ class ClientConnection:
             self.close(f"SASL authentication failed: {e}")
             return
         slot = _Slot(self, -1, -1)
-        slot.payload = _SIZE.pack(len(answer)) + answer
+        slot.payload = (_SIZE.pack(len(answer)) + answer,)
         slot.done = True
         self.slots.append(slot)
         self.flush()
@@ -408,11 +438,13 @@ class ClientConnection:
         if self.closed:
             return
         slots = self.slots
-        write = self.transport.write
+        parts: list[bytes] = []
         while slots and slots[0].done:
             payload = slots.popleft().payload
             if payload is not None:
-                write(payload)
+                parts += payload
+        if parts:
+            self.wire.write(parts)
         if len(slots) < self.server.queued_max_requests:
             self._room.set()
         if not slots and self.task is not None and self.task.done():
