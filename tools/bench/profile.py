@@ -109,6 +109,7 @@ def profile_once(records: int, python_records: bool, save: Path | None, say: Any
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            env=bench_kafka._BYTECODE_ENV,  # compiling the sources is not serving
         )
         try:
             bench_kafka._wait_metadata(port, 3, time.monotonic(), proc)
