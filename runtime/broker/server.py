@@ -116,16 +116,17 @@ class _Wire(asyncio.BufferedProtocol):
     """A connection's transport, read the way Kafka's frames are sized.
 
     Bytes that arrive while no frame body is awaited (size prefixes, small pipelined
-    requests) land in a reused scratch buffer and queue in ``pending``; a frame's body is
+    requests) land in the broker's scratch buffer and are moved at once to ``pending``
+    (the buffer is free again for its next connection); a frame's body is
     received straight into a buffer of the size its prefix gave, so a large request is not
     copied through a stream buffer. Reading pauses while more than one scratch buffer
     waits unread (a connection held back by ``queued.max.requests``).
     """
 
-    def __init__(self, accept: Callable[[_Wire], None]) -> None:
+    def __init__(self, accept: Callable[[_Wire], None], scratch: bytearray) -> None:
         self._accept = accept
         self.transport: asyncio.Transport | None = None
-        self._scratch = bytearray(_SCRATCH)
+        self._scratch = scratch
         self._pending = bytearray()
         self._body: memoryview | None = None
         self._filled = 0
@@ -506,6 +507,9 @@ class BrokerServer:
         #: What every decoded request goes through to its handler (see `api.dispatch`).
         self.dispatch: Dispatch = dispatch
         self._accepting = False
+        #: Where every connection of this broker receives what no frame body awaits; one
+        #: is enough, as each receive's bytes are moved out before the next (one loop).
+        self._scratch = bytearray(_SCRATCH)
 
     async def start(self) -> int:
         """Listen on every listener; return the first one's bound port (useful when asked
@@ -513,7 +517,7 @@ class BrokerServer:
         bound = []
         for lst in self.listeners:
             server = await asyncio.get_running_loop().create_server(
-                functools.partial(_Wire, functools.partial(self._accept, lst)),
+                functools.partial(_Wire, functools.partial(self._accept, lst), self._scratch),
                 lst.host,
                 lst.port,
                 ssl=self._tls.get(lst.name),
