@@ -97,6 +97,14 @@ class WireClient:
         self.close()
 
     def send(self, api_key: int, version: int, request: Message, client_id: str = "test") -> int:
+        self.sock.sendall(self.frame(api_key, version, request, client_id))
+        return self.correlation_id
+
+    def frame(
+        self, api_key: int, version: int, request: Message, client_id: str = "test", pad: int = 0
+    ) -> bytes:
+        """The next request as a size-prefixed frame, not sent (its correlation id is now
+        ``correlation_id``); ``pad`` zero bytes follow the body, which a broker ignores."""
         self.correlation_id += 1
         hv = header_version(api_key, version, "request")
         header = RequestHeader(
@@ -105,9 +113,8 @@ class WireClient:
             correlation_id=self.correlation_id,
             client_id=client_id,
         ).encode(hv)
-        frame = header + request.encode(version)
-        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
-        return self.correlation_id
+        frame = header + request.encode(version) + bytes(pad)
+        return struct.pack(">i", len(frame)) + frame
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)

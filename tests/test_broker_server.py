@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import random
 import socket
+import ssl
 import struct
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from broker_helpers import WireClient
@@ -16,6 +19,8 @@ from kafkagen.generated import APIS, message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.handlers import load_handlers, supported_versions
+from kafkagen.runtime.records import Record, build_batch
+from tls_helpers import make_pki
 
 ApiVersionsRequest = message_type(18, "request")
 MetadataRequest = message_type(3, "request")
@@ -131,6 +136,115 @@ def test_pipelined_requests_are_answered_in_order(cluster: BackgroundCluster) ->
         for cid, key, version in sent:
             got, _ = c.receive(key, version)
             assert got == cid
+
+
+def _fetch(topic: str, min_bytes: int, max_wait_ms: int) -> Any:
+    fetch = message_type(1, "request")
+    partition = fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+    return fetch(
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=1 << 20,
+        topics=[fetch.FetchTopic(topic=topic, partitions=[partition])],
+    )
+
+
+def test_a_late_answer_holds_back_the_answers_pipelined_behind_it() -> None:
+    """A Fetch waiting in purgatory for bytes that never come is answered after max_wait_ms,
+    and the ApiVersions sent behind it on the same connection only after it."""
+    with BackgroundCluster() as c:
+        assert c.cluster is not None
+        c.call(lambda: c.cluster.metadata.create_topic("waiting", 1, 1))  # type: ignore[union-attr]
+        with WireClient(c.bootstrap) as w:
+            start = time.monotonic()
+            request = _fetch("waiting", 1 << 20, 400)
+            w.send_raw(w.frame(1, 4, request) + w.frame(18, 0, ApiVersionsRequest()))
+            got, answer = w.receive(1, 4)
+            assert (got, answer.responses[0].partitions[0].error_code) == (w.correlation_id - 1, 0)
+            assert time.monotonic() - start >= 0.35  # it did wait in purgatory
+            assert w.receive(18, 0)[0] == w.correlation_id
+
+
+def test_fetch_answers_a_slow_reader_cannot_take_at_once_all_arrive_whole() -> None:
+    """Twelve pipelined fetches of a 900 KB batch: far more than the sockets buffer, so the
+    broker's writes are cut short and the rest leaves as the client reads."""
+    batch = build_batch([Record(-1, 0, b"k", random.Random(7).randbytes(900_000))])
+    produce_type = message_type(0, "request")
+    produce = produce_type(
+        acks=1,
+        timeout_ms=5000,
+        topic_data=[
+            produce_type.TopicProduceData(
+                name="large",
+                partition_data=[produce_type.PartitionProduceData(index=0, records=batch)],
+            )
+        ],
+    )
+    with BackgroundCluster() as c:
+        assert c.cluster is not None
+        c.call(lambda: c.cluster.metadata.create_topic("large", 1, 1))  # type: ignore[union-attr]
+        with WireClient(c.bootstrap) as w:
+            assert w.call(0, 7, produce).responses[0].partition_responses[0].error_code == 0
+            w.send_raw(b"".join(w.frame(1, 4, _fetch("large", 1, 0)) for _ in range(12)))
+            time.sleep(0.2)  # answers pile up meanwhile; correctness does not depend on it
+            for cid in range(2, 14):
+                got, answer = w.receive(1, 4)
+                records = answer.responses[0].partitions[0].records
+                # The broker sets the partition leader epoch (bytes 12-15, outside the CRC).
+                assert got == cid and bytes(records[16:]) == batch[16:]
+
+
+@pytest.mark.parametrize("queued", ["500", "2"])
+def test_requests_in_one_write_are_all_answered_in_order(queued: str) -> None:
+    """Many frames arriving together, a large one received over several reads among them;
+    with queued.max.requests 2 the connection is read a little at a time."""
+    with BackgroundCluster(configs={"queued.max.requests": queued}) as c:
+        with WireClient(c.bootstrap) as w:
+            data = b"".join(w.frame(18, i % 3, ApiVersionsRequest()) for i in range(100))
+            data += w.frame(18, 0, ApiVersionsRequest(), pad=3 << 20)  # 3 MiB of padding
+            data += b"".join(w.frame(18, 2, ApiVersionsRequest()) for _ in range(50))
+            w.send_raw(data)
+            for cid in range(1, 152):
+                version = (cid - 1) % 3 if cid <= 100 else 0 if cid == 101 else 2
+                got, answer = w.receive(18, version)
+                assert (got, answer.error_code) == (cid, 0)
+
+
+def test_a_large_frame_sent_in_pieces_is_read_whole(cluster: BackgroundCluster) -> None:
+    with WireClient(cluster.bootstrap) as w:
+        data = w.frame(18, 1, ApiVersionsRequest(), pad=1 << 20)
+        pieces = [data[i : i + 100_000] for i in range(0, len(data), 100_000)]
+        for piece in pieces:
+            w.send_raw(piece)
+            time.sleep(0.01)
+        assert w.receive(18, 1)[0] == w.correlation_id
+        assert w.call(18, 0, ApiVersionsRequest()).error_code == 0
+
+
+def test_frames_over_tls_are_read_whole_and_answered_in_order(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    configs = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(pki.broker)}
+    with BackgroundCluster(configs=configs) as c, WireClient(c.bootstrap) as w:
+        tls = ssl.create_default_context(cafile=str(pki.ca))
+        w.sock = tls.wrap_socket(w.sock, server_hostname="127.0.0.1")
+        data = w.frame(18, 1, ApiVersionsRequest(), pad=1 << 20)
+        data += b"".join(w.frame(18, 0, ApiVersionsRequest()) for _ in range(20))
+        w.send_raw(data)
+        for cid in range(1, 22):
+            got, answer = w.receive(18, 1 if cid == 1 else 0)
+            assert (got, answer.error_code) == (cid, 0)
+
+
+def test_a_frame_cut_off_inside_its_body_closes_only_that_connection(
+    cluster: BackgroundCluster,
+) -> None:
+    with WireClient(cluster.bootstrap) as w:
+        data = w.frame(18, 1, ApiVersionsRequest(), pad=200_000)
+        w.send_raw(data[:150_000])
+        w.sock.shutdown(socket.SHUT_WR)
+        assert w.is_closed()
+    _still_serves(cluster.bootstrap)
 
 
 def test_size_prefix_over_the_limit_closes_only_that_connection(

@@ -1,7 +1,8 @@
 """The network layer: one asyncio listener per broker, Kafka's framing, ordered responses.
 
 A connection reads 4-byte size-prefixed frames. The size is checked against
-``socket.request.max.bytes`` before the body is read. Each request gets a slot in the
+``socket.request.max.bytes`` before the body is read, and the body is received straight into
+a buffer of that size (no stream buffer to copy through). Each request gets a slot in the
 connection's queue as it arrives; handlers fill slots whenever their answer is ready (at
 once, or later from a purgatory callback), and responses leave strictly in request order,
 so clients may pipeline. A connection with ``queued.max.requests`` unanswered requests is
@@ -19,8 +20,11 @@ import asyncio
 import collections
 import functools
 import logging
+import os
 import ssl
 import struct
+from collections.abc import Callable
+from typing import cast
 
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.handlers import declare_handlers
@@ -53,6 +57,12 @@ _log = logging.getLogger("kafkagen.broker.server")
 _SIZE = struct.Struct(">i")
 _KEY_VERSION_CID = struct.Struct(">hhi")
 API_VERSIONS_KEY = 18
+#: What one receive into the scratch buffer may take, and how much unread data stops reading.
+_SCRATCH = 64 * 1024
+#: Reads up to this size (size prefixes, small requests) wait in the scratch buffer's queue.
+_SMALL = 4096
+#: How many buffers one gathering write may pass.
+_IOV_MAX = os.sysconf("SC_IOV_MAX")
 
 
 class _Slot:
@@ -64,7 +74,8 @@ class _Slot:
         self.conn = conn
         self.api_key = api_key
         self.correlation_id = correlation_id
-        self.payload: bytes | None = None
+        #: The answer's frame in pieces: size prefix and header, then the body as encoded.
+        self.payload: tuple[bytes, ...] | None = None
         self.done = False
 
     def send(self, response: Message, version: int) -> None:
@@ -84,7 +95,7 @@ class _Slot:
             self.done = True
             self.conn.close("response encoding failed")
             return
-        self.payload = _SIZE.pack(len(header) + len(body)) + header + body
+        self.payload = (_SIZE.pack(len(header) + len(body)) + header, body)
         self.done = True
         self.conn.flush()
 
@@ -101,6 +112,169 @@ class _Slot:
         return self.conn.closed
 
 
+class _Wire(asyncio.BufferedProtocol):
+    """A connection's transport, read the way Kafka's frames are sized.
+
+    Bytes that arrive while no frame body is awaited (size prefixes, small pipelined
+    requests) land in the broker's scratch buffer and are moved at once to ``pending``
+    (the buffer is free again for its next connection); a frame's body is
+    received straight into a buffer of the size its prefix gave, so a large request is not
+    copied through a stream buffer. Reading pauses while more than one scratch buffer
+    waits unread (a connection held back by ``queued.max.requests``).
+    """
+
+    def __init__(self, accept: Callable[[_Wire], None], scratch: bytearray) -> None:
+        self._accept = accept
+        self.transport: asyncio.Transport | None = None
+        self._scratch = scratch
+        self._pending = bytearray()
+        self._body: memoryview | None = None
+        self._filled = 0
+        self._wanted = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._eof = False
+        self._lost: Exception | None = None
+        self._drain: asyncio.Future[None] | None = None
+        self._writing_paused = False
+        #: The socket's descriptor for gathering writes; -1 over TLS.
+        self._fd = -1
+
+    # -- protocol callbacks -----------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        if transport.get_extra_info("sslcontext") is None:
+            self._fd = transport.get_extra_info("socket").fileno()
+        self._accept(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview | bytearray:
+        if self._body is not None:
+            return self._body[self._filled :]
+        return self._scratch
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._body is not None:
+            self._filled += nbytes
+            if self._filled == len(self._body):
+                # Done: what comes next (TLS may hand it over before the reader runs) is
+                # the next frame's.
+                self._body = None
+                self._wake()
+            return
+        self._pending += memoryview(self._scratch)[:nbytes]
+        if len(self._pending) >= self._wanted:
+            self._wake()
+        if len(self._pending) >= _SCRATCH and self.transport is not None:
+            self.transport.pause_reading()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._wake()
+        # Kept half-open so that answers to requests already read still go out; TLS
+        # cannot be half-closed.
+        return self.transport is not None and self.transport.get_extra_info("sslcontext") is None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._eof = True
+        self._lost = exc or ConnectionResetError("connection lost")
+        self._wake()
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_exception(self._lost)
+            self._drain.exception()  # retrieved: nobody may be waiting for it any more
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    # -- for ClientConnection ---------------------------------------------------------
+
+    async def read(self, size: int) -> bytes | memoryview:
+        """The next ``size`` bytes; raises IncompleteReadError at the end of the stream."""
+        pending = self._pending
+        if len(pending) >= size:
+            data = bytes(pending[:size])
+            del pending[:size]
+            self._resume()
+            return data
+        if size <= _SMALL:
+            self._wanted = size
+            try:
+                while len(pending) < size and not self._eof:
+                    await self._wait()
+            finally:
+                self._wanted = 0
+            if len(pending) < size:
+                raise asyncio.IncompleteReadError(bytes(pending), size)
+            data = bytes(pending[:size])
+            del pending[:size]
+            return data
+        body = bytearray(size)
+        body[: len(pending)] = pending
+        self._filled = len(pending)
+        pending.clear()
+        self._body = memoryview(body)
+        try:
+            while self._body is not None and not self._eof:
+                await self._wait()
+        finally:
+            self._body = None
+        if self._filled < size:
+            raise asyncio.IncompleteReadError(bytes(body[: self._filled]), size)
+        # Read-only, as bytes are: what decodes from it (records) may be kept and hashed.
+        return memoryview(body).toreadonly()
+
+    def write(self, parts: list[bytes]) -> None:
+        """Send ``parts`` in order, unjoined. Over plain TCP with nothing waiting in the
+        transport's buffer they go to the socket in one gathering call (asyncio's
+        ``writelines`` joins them first); what the socket does not take, and everything
+        over TLS, goes through the transport."""
+        transport = self.transport
+        assert transport is not None
+        start = 0
+        if self._fd >= 0 and not transport.get_write_buffer_size() and not transport.is_closing():
+            try:
+                sent = os.writev(self._fd, parts[:_IOV_MAX])
+            except OSError:
+                sent = 0  # would block, or broken: the transport's own write finds out
+            while start < len(parts) and sent >= len(parts[start]):
+                sent -= len(parts[start])
+                start += 1
+            if sent:
+                transport.write(memoryview(parts[start])[sent:])
+                start += 1
+        for part in parts[start:]:
+            transport.write(part)
+
+    async def drain(self) -> None:
+        if self._lost is not None:
+            raise ConnectionResetError("connection lost")
+        if not self._writing_paused:
+            return
+        if self._drain is None or self._drain.done():
+            self._drain = asyncio.get_running_loop().create_future()
+        await self._drain
+
+    async def _wait(self) -> None:
+        self._resume()
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _resume(self) -> None:
+        if len(self._pending) < _SCRATCH and self.transport is not None and not self._eof:
+            self.transport.resume_reading()
+
+
 class ClientConnection:
     """A client's connection to this broker: reads requests, dispatches them, writes answers
     in order (the client's own end is `kafkagen.runtime.client.Connection`)."""
@@ -108,15 +282,15 @@ class ClientConnection:
     def __init__(
         self,
         server: BrokerServer,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        wire: _Wire,
         session: Session | None = None,
     ) -> None:
         self.server = server
         self.session = session or Session(None)
-        self.reader = reader
-        self.writer = writer
-        peer = writer.get_extra_info("peername")
+        self.wire = wire
+        assert wire.transport is not None
+        self.transport = wire.transport
+        peer = self.transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.client_host = f"/{peer[0]}" if peer else ""
         self.client_port: int = peer[1] if peer else -1
@@ -130,13 +304,13 @@ class ClientConnection:
 
     async def run(self) -> None:
         max_size = self.server.services.configs.broker_int("socket.request.max.bytes")
-        reader = self.reader
+        wire = self.wire
         idle_s = self.server.idle_ms / 1000
         memory = self.server.request_memory
         try:
             while not self.closed:
                 async with asyncio.timeout(idle_s):
-                    prefix = await reader.readexactly(4)
+                    prefix = await wire.read(4)
                 (size,) = _SIZE.unpack(prefix)
                 if size < 0 or size > max_size:
                     # Checked before the body is read: a bogus prefix never allocates.
@@ -152,11 +326,11 @@ class ClientConnection:
                     return
                 async with memory.reserve(size):
                     async with asyncio.timeout(idle_s):
-                        body = await reader.readexactly(size)
+                        body = await wire.read(size)
                     self.dispatch(body)
                 if self.closed:
                     return
-                await self.writer.drain()
+                await wire.drain()
                 if len(self.slots) >= self.server.queued_max_requests:
                     self._room.clear()
                     await self._room.wait()
@@ -175,9 +349,9 @@ class ClientConnection:
             if not self.slots:
                 self.close(None)
 
-    def dispatch(self, body: bytes) -> None:
+    def dispatch(self, body: bytes | memoryview) -> None:
         if self.session.state is SaslState.RAW_TOKENS:
-            self._raw_token(body)
+            self._raw_token(bytes(body))
             return
         if len(body) < _KEY_VERSION_CID.size:
             self.close(f"a {len(body)}-byte frame cannot hold a request header")
@@ -253,7 +427,7 @@ class ClientConnection:
             self.close(f"SASL authentication failed: {e}")
             return
         slot = _Slot(self, -1, -1)
-        slot.payload = _SIZE.pack(len(answer)) + answer
+        slot.payload = (_SIZE.pack(len(answer)) + answer,)
         slot.done = True
         self.slots.append(slot)
         self.flush()
@@ -265,11 +439,13 @@ class ClientConnection:
         if self.closed:
             return
         slots = self.slots
-        write = self.writer.write
+        parts: list[bytes] = []
         while slots and slots[0].done:
             payload = slots.popleft().payload
             if payload is not None:
-                write(payload)
+                parts += payload
+        if parts:
+            self.wire.write(parts)
         if len(slots) < self.server.queued_max_requests:
             self._room.set()
         if not slots and self.task is not None and self.task.done():
@@ -282,7 +458,7 @@ class ClientConnection:
             _log.warning("%s: closing connection: %s", self.peer, reason)
         self.closed = True
         self._room.set()
-        self.writer.close()
+        self.transport.close()
         self.server.forget(self)
 
     async def finish(self, timeout: float) -> None:
@@ -293,7 +469,7 @@ class ClientConnection:
                 # Unanswered requests fail the way a broker going away fails them.
                 _log.info("%s: %d request(s) unanswered at shutdown", self.peer, len(self.slots))
             try:
-                await asyncio.wait_for(self.writer.drain(), timeout)
+                await asyncio.wait_for(self.wire.drain(), timeout)
             except (TimeoutError, ConnectionError, OSError):
                 pass
             self.close(None)
@@ -331,14 +507,17 @@ class BrokerServer:
         #: What every decoded request goes through to its handler (see `api.dispatch`).
         self.dispatch: Dispatch = dispatch
         self._accepting = False
+        #: Where every connection of this broker receives what no frame body awaits; one
+        #: is enough, as each receive's bytes are moved out before the next (one loop).
+        self._scratch = bytearray(_SCRATCH)
 
     async def start(self) -> int:
         """Listen on every listener; return the first one's bound port (useful when asked
         for port 0)."""
         bound = []
         for lst in self.listeners:
-            server = await asyncio.start_server(
-                functools.partial(self._accept, lst),
+            server = await asyncio.get_running_loop().create_server(
+                functools.partial(_Wire, functools.partial(self._accept, lst), self._scratch),
                 lst.host,
                 lst.port,
                 ssl=self._tls.get(lst.name),
@@ -350,17 +529,17 @@ class BrokerServer:
         self._accepting = True
         return self.port
 
-    def _session(self, listener: Listener, writer: asyncio.StreamWriter) -> Session:
+    def _session(self, listener: Listener, transport: asyncio.Transport) -> Session:
         principal = "User:ANONYMOUS"
         if listener.protocol is SecurityProtocol.SSL:
-            ssl_object = writer.get_extra_info("ssl_object")
+            ssl_object = transport.get_extra_info("ssl_object")
             if isinstance(ssl_object, ssl.SSLObject):
                 principal = certificate_principal(ssl_object.getpeercert())
         return Session(listener, self.services.credentials, self.mechanisms, principal)
 
-    async def _accept(
-        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    def _accept(self, listener: Listener, wire: _Wire) -> None:
+        transport = wire.transport
+        assert transport is not None
         if not self._accepting or len(self.connections) >= self.max_connections:
             _log.warning(
                 "broker %d: refusing a connection (%d open, max.connections %d)",
@@ -368,16 +547,14 @@ class BrokerServer:
                 len(self.connections),
                 self.max_connections,
             )
-            writer.close()
+            transport.close()
             return
-        conn = ClientConnection(self, reader, writer, self._session(listener, writer))
+        conn = ClientConnection(self, wire, self._session(listener, transport))
         if not self.quotas.admit(conn.client_host):
             _log.warning("broker %d: refusing %s (max.connections.per.ip)", self.node_id, conn.peer)
-            writer.close()
+            transport.close()
             return
         self.connections.add(conn)
-        # A task of our own: cancelling the one asyncio runs this callback in makes asyncio
-        # log the cancellation as an error.
         conn.task = asyncio.create_task(conn.run())
 
     def forget(self, conn: ClientConnection) -> None:

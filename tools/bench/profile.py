@@ -45,8 +45,8 @@ PLACES = (
     ("followers' fetches of the leader", "replica_fetcher.py", "_fetch"),
     ("  follower append", "partition.py", "append_as_follower"),
     ("Fetch requests (consumers), handler", "api_01_fetch.py", "handle"),
-    ("reading requests from sockets", "streams.py", "readexactly"),
-    ("  buffering received bytes", "streams.py", "feed_data"),
+    ("reading requests from sockets", "server.py", "read"),
+    ("  receiving bytes", "server.py", "buffer_updated"),
     ("writing responses to sockets", "server.py", "send"),
 )
 LIMIT_S = 300.0
@@ -109,6 +109,7 @@ def profile_once(records: int, python_records: bool, save: Path | None, say: Any
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            env=bench_kafka._BYTECODE_ENV,  # compiling the sources is not serving
         )
         try:
             bench_kafka._wait_metadata(port, 3, time.monotonic(), proc)
