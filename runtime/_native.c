@@ -937,6 +937,7 @@ typedef struct {
 
 #define OUT_ON_STACK(buf) {(buf), 0, sizeof(buf), NULL}
 #define OUT_FIRST_GROWTH 16384 /* a produced batch or two: few messages outgrow it */
+#define OUT_MOST_RESERVED (1 << 20) /* the most room taken ahead on a former size's word */
 
 static int out_grow(Out *o, Py_ssize_t need) {
     Py_ssize_t cap = o->cap * 2 > OUT_FIRST_GROWTH ? o->cap * 2 : OUT_FIRST_GROWTH;
@@ -950,6 +951,17 @@ static int out_grow(Out *o, Py_ssize_t need) {
     }
     o->p = (unsigned char *)PyBytes_AS_STRING(o->grown);
     o->cap = cap;
+    return 0;
+}
+
+/* Room for ``size`` bytes from the start, in the bytes object handed out: a message whose
+ * size is known from its last encoding is written without growing and copying. */
+static int out_reserve(Out *o, Py_ssize_t size) {
+    if (size <= o->cap) return 0;
+    o->grown = PyBytes_FromStringAndSize(NULL, size);
+    if (o->grown == NULL) return -1;
+    o->p = (unsigned char *)PyBytes_AS_STRING(o->grown);
+    o->cap = size;
     return 0;
 }
 
@@ -1491,9 +1503,16 @@ static PyObject *message_encode(PyObject *self, PyObject *const *args, Py_ssize_
     if (fn != NULL && PyCFunction_Check(fn) &&
         PyCFunction_GET_FUNCTION(fn) == (PyCFunction)(void (*)(void))codec_encode) {
         Py_INCREF(fn); /* a comparison's Python code could replace the dict's entry */
+        Prog *p = ((Codec *)PyCFunction_GET_SELF(fn))->prog;
         unsigned char init[1024];
         Out o = OUT_ON_STACK(init);
-        int r = enc_struct(&o, ((Codec *)PyCFunction_GET_SELF(fn))->prog, self);
+        /* Messages of a type tend to be of similar sizes: a large one starts with the room
+         * the last one took (up to a bound, so one huge message does not make every later
+         * one allocate that much), instead of growing through copies from 1 KiB. */
+        Py_ssize_t hint = p->last_size < OUT_MOST_RESERVED ? p->last_size : OUT_MOST_RESERVED;
+        int r = out_reserve(&o, hint);
+        if (r == 0) r = enc_struct(&o, p, self);
+        if (r == 0) p->last_size = o.len;
         PyObject *data = r < 0 ? NULL : out_bytes(&o);
         out_release(&o);
         Py_DECREF(fn);
