@@ -415,10 +415,13 @@ static int struct_equal(PyObject *a, PyObject *b) {
     return 1;
 }
 
-/* `v != d` as Python's operator computes it (no identity shortcut, for NaN's sake). */
+/* `v != d` as Python's operator computes it (no identity shortcut, for NaN's sake, but for
+ * types whose object always equals itself: a list or tuple compares its items with one,
+ * so even one holding a NaN does; the empty tuple of unknown tags is the common case). */
 static int differs(PyObject *v, PyObject *d) {
     if (v == d && (PyLong_CheckExact(v) || PyUnicode_CheckExact(v) || v == Py_None ||
-                   PyBool_Check(v) || PyBytes_CheckExact(v)))
+                   PyBool_Check(v) || PyBytes_CheckExact(v) || PyTuple_CheckExact(v) ||
+                   PyList_CheckExact(v) || Py_IS_TYPE(v, keyed_type)))
         return 0;
     if (Py_TYPE(v) == Py_TYPE(d) && is_plan_class(Py_TYPE(v))) {
         Py_INCREF(v);
