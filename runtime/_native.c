@@ -1032,6 +1032,20 @@ static inline int small_long(PyObject *v, long long *x) {
 #endif
 }
 
+/* ``x`` written as an int field of ``kind``; -1 when out of its range (Python decides). */
+static inline __attribute__((always_inline)) int put_int(Out *o, int kind, long long x) {
+    switch (kind) {
+    case K_INT8: if (x < -128 || x > 127) return -1; return put_be(o, (uint64_t)x, 1);
+    case K_INT16: if (x < -32768 || x > 32767) return -1; return put_be(o, (uint64_t)x, 2);
+    case K_UINT16: if (x < 0 || x > 65535) return -1; return put_be(o, (uint64_t)x, 2);
+    case K_INT32:
+        if (x < INT32_MIN || x > INT32_MAX) return -1;
+        return put_be(o, (uint64_t)x, 4);
+    case K_UINT32: if (x < 0 || x > 0xFFFFFFFFLL) return -1; return put_be(o, (uint64_t)x, 4);
+    default: return put_be(o, (uint64_t)x, 8);
+    }
+}
+
 /* Exactly the values struct.pack takes for int fields without __index__ calls: ints
  * (bools included) in range. Anything else is left to the Python encoder. */
 static int enc_fixed(Out *o, int kind, PyObject *v) {
@@ -1058,16 +1072,7 @@ static int enc_fixed(Out *o, int kind, PyObject *v) {
         x = PyLong_AsLongLongAndOverflow(v, &overflow);
         if (overflow || (x == -1 && PyErr_Occurred())) return -1;
     }
-    switch (kind) {
-    case K_INT8: if (x < -128 || x > 127) return -1; return put_be(o, (uint64_t)x, 1);
-    case K_INT16: if (x < -32768 || x > 32767) return -1; return put_be(o, (uint64_t)x, 2);
-    case K_UINT16: if (x < 0 || x > 65535) return -1; return put_be(o, (uint64_t)x, 2);
-    case K_INT32:
-        if (x < INT32_MIN || x > INT32_MAX) return -1;
-        return put_be(o, (uint64_t)x, 4);
-    case K_UINT32: if (x < 0 || x > 0xFFFFFFFFLL) return -1; return put_be(o, (uint64_t)x, 4);
-    default: return put_be(o, (uint64_t)x, 8);
-    }
+    return put_int(o, kind, x);
 }
 
 /* enc_fixed's common case inline: an exact int of one internal digit, or True/False, for
@@ -1075,16 +1080,7 @@ static int enc_fixed(Out *o, int kind, PyObject *v) {
  * reference to ``v``; the rest goes to enc_fixed with one held. */
 static inline __attribute__((always_inline)) int enc_int(Out *o, int kind, PyObject *v) {
     long long x;
-    if (PyLong_CheckExact(v) && kind < K_FLOAT64 && small_long(v, &x)) {
-        switch (kind) {
-        case K_INT8: if (x < -128 || x > 127) return -1; return put_be(o, (uint64_t)x, 1);
-        case K_INT16: if (x < -32768 || x > 32767) return -1; return put_be(o, (uint64_t)x, 2);
-        case K_UINT16: if (x < 0 || x > 65535) return -1; return put_be(o, (uint64_t)x, 2);
-        case K_INT32: return put_be(o, (uint64_t)x, 4); /* one digit: 30 bits at most */
-        case K_UINT32: if (x < 0) return -1; return put_be(o, (uint64_t)x, 4);
-        default: return put_be(o, (uint64_t)x, 8);
-        }
-    }
+    if (PyLong_CheckExact(v) && kind < K_FLOAT64 && small_long(v, &x)) return put_int(o, kind, x);
     if (kind == K_BOOL && (v == Py_True || v == Py_False)) return put_be(o, v == Py_True, 1);
     Py_INCREF(v); /* a __bool__ may run Python code */
     int r = enc_fixed(o, kind, v);
