@@ -415,10 +415,13 @@ static int struct_equal(PyObject *a, PyObject *b) {
     return 1;
 }
 
-/* `v != d` as Python's operator computes it (no identity shortcut, for NaN's sake). */
+/* `v != d` as Python's operator computes it (no identity shortcut, for NaN's sake, but for
+ * types whose object always equals itself: a list or tuple compares its items with one,
+ * so even one holding a NaN does; the empty tuple of unknown tags is the common case). */
 static int differs(PyObject *v, PyObject *d) {
     if (v == d && (PyLong_CheckExact(v) || PyUnicode_CheckExact(v) || v == Py_None ||
-                   PyBool_Check(v) || PyBytes_CheckExact(v)))
+                   PyBool_Check(v) || PyBytes_CheckExact(v) || PyTuple_CheckExact(v) ||
+                   PyList_CheckExact(v) || Py_IS_TYPE(v, keyed_type)))
         return 0;
     if (Py_TYPE(v) == Py_TYPE(d) && is_plan_class(Py_TYPE(v))) {
         Py_INCREF(v);
@@ -937,6 +940,7 @@ typedef struct {
 
 #define OUT_ON_STACK(buf) {(buf), 0, sizeof(buf), NULL}
 #define OUT_FIRST_GROWTH 16384 /* a produced batch or two: few messages outgrow it */
+#define OUT_MOST_RESERVED (1 << 20) /* the most room taken ahead on a former size's word */
 
 static int out_grow(Out *o, Py_ssize_t need) {
     Py_ssize_t cap = o->cap * 2 > OUT_FIRST_GROWTH ? o->cap * 2 : OUT_FIRST_GROWTH;
@@ -950,6 +954,17 @@ static int out_grow(Out *o, Py_ssize_t need) {
     }
     o->p = (unsigned char *)PyBytes_AS_STRING(o->grown);
     o->cap = cap;
+    return 0;
+}
+
+/* Room for ``size`` bytes from the start, in the bytes object handed out: a message whose
+ * size is known from its last encoding is written without growing and copying. */
+static int out_reserve(Out *o, Py_ssize_t size) {
+    if (size <= o->cap) return 0;
+    o->grown = PyBytes_FromStringAndSize(NULL, size);
+    if (o->grown == NULL) return -1;
+    o->p = (unsigned char *)PyBytes_AS_STRING(o->grown);
+    o->cap = size;
     return 0;
 }
 
@@ -1017,6 +1032,20 @@ static inline int small_long(PyObject *v, long long *x) {
 #endif
 }
 
+/* ``x`` written as an int field of ``kind``; -1 when out of its range (Python decides). */
+static inline __attribute__((always_inline)) int put_int(Out *o, int kind, long long x) {
+    switch (kind) {
+    case K_INT8: if (x < -128 || x > 127) return -1; return put_be(o, (uint64_t)x, 1);
+    case K_INT16: if (x < -32768 || x > 32767) return -1; return put_be(o, (uint64_t)x, 2);
+    case K_UINT16: if (x < 0 || x > 65535) return -1; return put_be(o, (uint64_t)x, 2);
+    case K_INT32:
+        if (x < INT32_MIN || x > INT32_MAX) return -1;
+        return put_be(o, (uint64_t)x, 4);
+    case K_UINT32: if (x < 0 || x > 0xFFFFFFFFLL) return -1; return put_be(o, (uint64_t)x, 4);
+    default: return put_be(o, (uint64_t)x, 8);
+    }
+}
+
 /* Exactly the values struct.pack takes for int fields without __index__ calls: ints
  * (bools included) in range. Anything else is left to the Python encoder. */
 static int enc_fixed(Out *o, int kind, PyObject *v) {
@@ -1043,16 +1072,46 @@ static int enc_fixed(Out *o, int kind, PyObject *v) {
         x = PyLong_AsLongLongAndOverflow(v, &overflow);
         if (overflow || (x == -1 && PyErr_Occurred())) return -1;
     }
-    switch (kind) {
-    case K_INT8: if (x < -128 || x > 127) return -1; return put_be(o, (uint64_t)x, 1);
-    case K_INT16: if (x < -32768 || x > 32767) return -1; return put_be(o, (uint64_t)x, 2);
-    case K_UINT16: if (x < 0 || x > 65535) return -1; return put_be(o, (uint64_t)x, 2);
-    case K_INT32:
-        if (x < INT32_MIN || x > INT32_MAX) return -1;
-        return put_be(o, (uint64_t)x, 4);
-    case K_UINT32: if (x < 0 || x > 0xFFFFFFFFLL) return -1; return put_be(o, (uint64_t)x, 4);
-    default: return put_be(o, (uint64_t)x, 8);
+    return put_int(o, kind, x);
+}
+
+/* enc_fixed's common case inline: an exact int of one internal digit, or True/False, for
+ * an int or bool field. No Python code runs on that path, so the caller need not hold a
+ * reference to ``v``; the rest goes to enc_fixed with one held. */
+static inline __attribute__((always_inline)) int enc_int(Out *o, int kind, PyObject *v) {
+    long long x;
+    if (PyLong_CheckExact(v) && kind < K_FLOAT64 && small_long(v, &x)) return put_int(o, kind, x);
+    if (kind == K_BOOL && (v == Py_True || v == Py_False)) return put_be(o, v == Py_True, 1);
+    Py_INCREF(v); /* a __bool__ may run Python code */
+    int r = enc_fixed(o, kind, v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* An array of int32 or int64 (most int arrays: replicas, offsets, ids): room made once,
+ * then each exact int of one digit stored in place; anything else through enc_int. */
+static int enc_wide_ints(Out *o, int el, PyObject *v, int is_list, Py_ssize_t n) {
+    int size = FIXED_SIZE[el];
+    RESERVE(o, n * size);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (Py_SIZE(v) != n) return -1; /* mutated by a __bool__'s Python code */
+        PyObject *item = is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i);
+        long long x;
+        if (PyLong_CheckExact(item) && small_long(item, &x) && o->len + size <= o->cap) {
+            if (size == 4) {
+                uint32_t b = __builtin_bswap32((uint32_t)x);
+                memcpy(o->p + o->len, &b, 4);
+            } else {
+                uint64_t b = __builtin_bswap64((uint64_t)x);
+                memcpy(o->p + o->len, &b, 8);
+            }
+            o->len += size;
+        } else {
+            int r = enc_int(o, el, item);
+            if (r < 0) return r;
+        }
     }
+    return 0;
 }
 
 static int enc_uuid(Out *o, PyObject *v) {
@@ -1099,7 +1158,13 @@ static int enc_string(Out *o, PyObject *v, int compact, int nullable, Op *op) {
     }
     if (!PyUnicode_Check(v)) return -1;
     Py_ssize_t n;
-    const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+    const char *s;
+    if (PyUnicode_IS_COMPACT_ASCII(v)) { /* most names: the text is its UTF-8, in place */
+        s = (const char *)PyUnicode_DATA(v);
+        n = PyUnicode_GET_LENGTH(v);
+    } else {
+        s = PyUnicode_AsUTF8AndSize(v, &n);
+    }
     if (s == NULL || n > 0x7FFF) return -1;
     if (compact ? put_uvarint(o, (uint64_t)n + 1) : put_be(o, (uint64_t)n, 2)) return -1;
     return put(o, s, n);
@@ -1147,13 +1212,21 @@ static int enc_array(Out *o, Op *op, PyObject *v) {
     if (n > INT32_MAX) return -1;
     if (op->compact ? put_uvarint(o, (uint64_t)n + 1) : put_be(o, (uint64_t)n, 4)) return -1;
     int el = op->elem;
+    if (el == K_INT32 || el == K_INT64) return enc_wide_ints(o, el, v, is_list, n);
+    if (el <= K_BOOL) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (Py_SIZE(v) != n) return -1; /* mutated by a __bool__'s Python code */
+            int r = enc_int(o, el, is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i));
+            if (r < 0) return r;
+        }
+        return 0;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (Py_SIZE(v) != n) return -1; /* mutated by a comparison's Python code */
         PyObject *item = is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i);
         Py_INCREF(item);
         int r;
-        if (el <= K_BOOL) r = enc_fixed(o, el, item);
-        else if (el == K_STRUCT) r = enc_struct(o, op->sub, item);
+        if (el == K_STRUCT) r = enc_struct(o, op->sub, item);
         else if (el == K_UUID) r = enc_uuid(o, item);
         else if (el == K_STRING) r = enc_string(o, item, op->compact, 0, NULL);
         else r = enc_bytes(o, item, op->compact, 1, NULL); /* as write_nullable_bytes: None is null */
@@ -1282,6 +1355,11 @@ static int enc_struct(Out *o, Prog *p, PyObject *obj) {
         PyObject *v = SLOT(obj, op->off);
         if (v == NULL) return -1;
         int r;
+        if (op->kind <= K_BOOL) {
+            r = enc_int(o, op->kind, v);
+            if (r < 0) return r;
+            continue;
+        }
         Py_INCREF(v);
         if (op->kind != K_ABSENT) {
             r = enc_value(o, op, v);
@@ -1414,28 +1492,33 @@ static PyObject *message_encode(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "encode(version)");
         return NULL;
     }
-    PyObject *type = (PyObject *)Py_TYPE(self);
-    PyObject *encoders = PyObject_GetAttr(type, encoders_name);
-    if (encoders == NULL) return NULL;
-    PyObject *fn = PyDict_Check(encoders) ? PyDict_GetItemWithError(encoders, args[0]) : NULL;
-    Codec *codec = NULL;
+    PyTypeObject *type = Py_TYPE(self);
+    /* Borrowed, from the type's attribute cache: a plain class attribute needs none of
+     * getattr's descriptor steps. */
+    PyObject *encoders = _PyType_Lookup(type, encoders_name);
+    PyObject *fn = encoders != NULL && PyDict_Check(encoders)
+                       ? PyDict_GetItemWithError(encoders, args[0])
+                       : NULL;
     if (fn != NULL && PyCFunction_Check(fn) &&
-        PyCFunction_GET_FUNCTION(fn) == (PyCFunction)(void (*)(void))codec_encode)
-        codec = (Codec *)PyCFunction_GET_SELF(fn);
-    if (codec != NULL) {
+        PyCFunction_GET_FUNCTION(fn) == (PyCFunction)(void (*)(void))codec_encode) {
+        Py_INCREF(fn); /* a comparison's Python code could replace the dict's entry */
+        Prog *p = ((Codec *)PyCFunction_GET_SELF(fn))->prog;
         unsigned char init[1024];
         Out o = OUT_ON_STACK(init);
-        int r = enc_struct(&o, codec->prog, self);
+        /* Messages of a type tend to be of similar sizes: a large one starts with the room
+         * the last one took (up to a bound, so one huge message does not make every later
+         * one allocate that much), instead of growing through copies from 1 KiB. */
+        Py_ssize_t hint = p->last_size < OUT_MOST_RESERVED ? p->last_size : OUT_MOST_RESERVED;
+        int r = out_reserve(&o, hint);
+        if (r == 0) r = enc_struct(&o, p, self);
+        if (r == 0) p->last_size = o.len;
         PyObject *data = r < 0 ? NULL : out_bytes(&o);
         out_release(&o);
-        if (data != NULL) {
-            Py_DECREF(encoders);
-            return data;
-        }
+        Py_DECREF(fn);
+        if (data != NULL) return data;
     }
-    Py_DECREF(encoders);
     PyErr_Clear();
-    PyObject *python = PyObject_GetAttr(type, python_encode_name);
+    PyObject *python = PyObject_GetAttr((PyObject *)type, python_encode_name);
     if (python == NULL) return NULL;
     PyObject *call[2] = {self, args[0]};
     PyObject *res = PyObject_Vectorcall(python, call, 2, NULL);
@@ -1525,14 +1608,16 @@ static PyMethodDef message_encode_def = {
     "encode", (PyCFunction)(void (*)(void))message_encode, METH_FASTCALL,
     "encode(version) -> bytes: the wire bytes of this message at version"};
 
-/* A method descriptor, so that msg.encode(v) is called as list.append is, with no bound
- * method made per call. */
-static PyObject *encode_method(PyObject *mod, PyObject *base) {
-    if (!PyType_Check(base)) {
-        PyErr_SetString(PyExc_TypeError, "encode_method(message base class)");
+/* A method descriptor of the message class itself, so that msg.encode(v) is called as
+ * list.append is: with no bound method made per call, and through the interpreter's
+ * specialised call of a C method, which takes only a descriptor of the instance's own
+ * type (one of the base class sends every call down the generic path). */
+static PyObject *encode_method(PyObject *mod, PyObject *cls) {
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "encode_method(message class)");
         return NULL;
     }
-    return PyDescr_NewMethod((PyTypeObject *)base, &message_encode_def);
+    return PyDescr_NewMethod((PyTypeObject *)cls, &message_encode_def);
 }
 
 /* decode bound to one class once: not a descriptor, so cls.decode(data, v) makes no
@@ -2278,7 +2363,7 @@ static PyMethodDef module_methods[] = {
      "configure(KeyedList, Struct, DecodeError, unsupported): the runtime's mapKey list and "
      "struct base classes, its decode error and its builder of encode refusals"},
     {"encode_method", encode_method, METH_O,
-     "encode_method(Message): a compiled encode(version) for Message's subclasses"},
+     "encode_method(cls): a compiled encode(version) for the message class cls"},
     {"decode_method", decode_method, METH_O,
      "decode_method(cls): a compiled decode(data, version) bound to the message class cls"},
     {"struct_eq", (PyCFunction)(void (*)(void))struct_eq, METH_FASTCALL,

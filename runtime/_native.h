@@ -70,6 +70,7 @@ struct Prog {
     OtherTag *other;
     Py_ssize_t unknown_off;
     PyObject *qualname; /* the struct's name in FieldUnsupported */
+    Py_ssize_t last_size; /* a message's last encoding: the room its next one starts with */
 };
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))

@@ -317,7 +317,6 @@ def _load_native() -> ModuleType | None:
 
 #: The compiled accelerator module, or None when every codec runs in pure Python.
 native: Final = _load_native()
-_native_encode: Any = native.encode_method(Message) if native is not None else None
 
 
 def bind_native(
@@ -356,7 +355,7 @@ def bind_native(
     if issubclass(cls, Message):
         # One C call from encode(version) to the bytes and from decode(data, version) to the
         # object: for small messages the Python methods' own steps cost more than the work.
-        cls.encode = _native_encode  # type: ignore[method-assign]
+        cls.encode = native.encode_method(cls)  # type: ignore[method-assign]
         cls.decode = native.decode_method(cls)  # type: ignore[method-assign]
     if "__eq__" in vars(cls):
         # The compiled __eq__ compares the same slots as the generated one, without a
