@@ -20,6 +20,7 @@ from kafkagen.generated.consumer_group_heartbeat import (
 )
 from kafkagen.generated.delete_groups import DeleteGroupsRequest
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
+from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
 from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest as DescReq
@@ -172,6 +173,9 @@ def cluster() -> Iterator[BackgroundCluster]:
             "offsets.topic.num.partitions": "1",
             "group.streams.session.timeout.ms": str(SESSION_MS),
             "group.streams.heartbeat.interval.ms": "200",
+            # Low bounds, for a group's own configs to be set near these.
+            "group.streams.min.heartbeat.interval.ms": "100",
+            "group.streams.min.session.timeout.ms": "1000",
             "group.streams.initial.rebalance.delay.ms": "0",
             "group.streams.assignment.interval.ms": "0",
             "group.streams.num.standby.replicas": "1",
@@ -361,6 +365,54 @@ def test_leave_and_session_expiry_free_the_tasks(w: WireClient) -> None:
         time.sleep(0.2)
         assert b.heartbeat().error_code == 0  # c is silent: its session ends
     assert len(b.active) == 8
+
+
+def _set_group_configs(w: WireClient, group: str, **configs: str) -> None:
+    Alter = IncrementalAlterConfigsRequest
+    res = Alter.AlterConfigsResource(
+        resource_type=32,  # GROUP
+        resource_name=group,
+        configs=[
+            Alter.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
+            for k, v in configs.items()
+        ],
+    )
+    (r,) = w.call(44, 1, Alter(resources=[res])).responses
+    assert r.error_code == 0, r.error_message
+
+
+def test_a_groups_own_configs_override_the_brokers(w: WireClient) -> None:
+    """`streams.*` group configs: the heartbeat interval members are told, the session
+    after which a silent member goes, and the standby count, whose change moves the group
+    epoch at the next heartbeat (Kafka 4.4 compares it with the last target's)."""
+    a = Member(w, "app-own", _topology("app-own"))
+    b = Member(w, "app-own", _topology("app-own"))
+    _converge([a, b])
+    assert a.heartbeat().heartbeat_interval_ms == 200  # the broker's
+    assert sum(len(m.standby) for m in (a, b)) == 8  # one standby of each task
+    epoch = a.epoch
+    _set_group_configs(
+        w,
+        "app-own",
+        streams_heartbeat_interval_ms="700",
+        streams_num_standby_replicas="0",
+        streams_session_timeout_ms="6000",
+    )
+    r = a.heartbeat()
+    assert r.heartbeat_interval_ms == 700
+    _converge([a, b])
+    assert a.epoch > epoch
+    assert a.standby == b.standby == set() and len(a.active | b.active) == 8
+    # b falls silent: after the broker's 1.5 s session it is still a member, after the
+    # group's 6 s it is gone.
+    time.sleep(SESSION_MS / 1000 * 2)
+    assert a.heartbeat().error_code == 0
+    assert len(a.active) == 4
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(a.active) < 8:
+        time.sleep(0.3)
+        assert a.heartbeat().error_code == 0
+    assert len(a.active) == 8
 
 
 def test_describe_list_and_commit(w: WireClient) -> None:

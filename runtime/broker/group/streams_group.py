@@ -236,6 +236,9 @@ class StreamsGroup:
     assignment_timestamp_ms: int = 0
     #: Computes the target once the interval is over (None: no target waiting).
     assignment_timer: DelayedOperation | None = None
+    #: The group's configs the last target was computed with (`num.standby.replicas`):
+    #: a heartbeat that finds them changed moves the group epoch, as in Kafka 4.4.
+    assignment_configs: dict[str, str] = field(default_factory=dict)
     shutdown_requested: bool = False
     offsets: SortedKeysDict[TopicPartition, OffsetEntry] = field(default_factory=SortedKeysDict)
     dead: bool = False

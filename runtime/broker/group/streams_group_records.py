@@ -200,7 +200,12 @@ def encode_group(group: StreamsGroup) -> dict[bytes, bytes]:
         record_format.record(
             StreamsGroupMetadataKey(group_id=gid),
             StreamsGroupMetadataValue(
-                epoch=group.group_epoch, metadata_hash=_configured_hash(group)
+                epoch=group.group_epoch,
+                metadata_hash=_configured_hash(group),
+                last_assignment_configs=[
+                    StreamsGroupMetadataValue.LastAssignmentConfig(key=k, value=v)
+                    for k, v in sorted(group.assignment_configs.items())
+                ],
             ),
         ),
         record_format.record(
@@ -292,6 +297,7 @@ def decode_group(group_id: str, records: StreamsStateRecords) -> tuple[StreamsGr
     group = StreamsGroup(group_id)
     metadata = value("", GROUP_METADATA, StreamsGroupMetadataValue)
     group.group_epoch = metadata.epoch
+    group.assignment_configs = {c.key: c.value for c in metadata.last_assignment_configs or ()}
     target = value("", _TARGET_ASSIGNMENT_METADATA, StreamsGroupTargetAssignmentMetadataValue)
     group.assignment_epoch = target.assignment_epoch
     group.assignment_timestamp_ms = target.assignment_timestamp
