@@ -14,6 +14,7 @@ import pytest
 from broker_helpers import WireClient
 from kafkagen.generated.consumer_group_describe import ConsumerGroupDescribeRequest as DescReq
 from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as HbReq
+from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.join_group import JoinGroupRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
@@ -36,6 +37,9 @@ def cluster() -> Iterator[BackgroundCluster]:
             "offsets.topic.num.partitions": "1",
             "group.consumer.session.timeout.ms": str(SESSION_MS),
             "group.consumer.heartbeat.interval.ms": "200",
+            # Low bounds, for a group's own configs to be set near these.
+            "group.consumer.min.heartbeat.interval.ms": "100",
+            "group.consumer.min.session.timeout.ms": "1000",
             "group.initial.rebalance.delay.ms": "0",
         },
     ) as c:
@@ -270,6 +274,39 @@ def test_session_expiry_removes_a_silent_member(cluster: BackgroundCluster) -> N
         r = b.heartbeat()
         assert r.error_code == ErrorCode.UNKNOWN_MEMBER_ID
         a.leave()
+
+
+def test_a_groups_own_heartbeat_interval_and_session_override_the_brokers(
+    cluster: BackgroundCluster,
+) -> None:
+    """`consumer.heartbeat.interval.ms` and `consumer.session.timeout.ms` set on the group
+    (IncrementalAlterConfigs on its GROUP resource) apply to it alone."""
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        Alter = IncrementalAlterConfigsRequest
+        own = [
+            Alter.AlterableConfig(name="consumer.heartbeat.interval.ms", value="700"),
+            Alter.AlterableConfig(name="consumer.session.timeout.ms", value="6000"),
+        ]
+        res = Alter.AlterConfigsResource(resource_type=32, resource_name="own", configs=own)
+        (r,) = w.call(44, 1, Alter(resources=[res])).responses
+        assert r.error_code == 0, r.error_message
+        a = Member(w, "own", ["events"], ids)
+        b = Member(w, "own", ["events"], ids)
+        assert a.heartbeat().heartbeat_interval_ms == 700
+        assert Member(w, "other", ["events"], ids).heartbeat().heartbeat_interval_ms == 200
+        b.heartbeat()
+        _converge([a, b])
+        # b falls silent: past the broker's session it is still a member, past the
+        # group's it is gone.
+        time.sleep(SESSION_MS / 1000 * 2)
+        assert a.heartbeat().error_code == 0
+        assert len(_group_state(w, "own").members) == 2
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(a.owned) < 3:
+            assert a.heartbeat().error_code == 0
+            time.sleep(0.2)
+        assert [m.member_id for m in _group_state(w, "own").members] == [a.member_id]
 
 
 def test_member_that_does_not_revoke_in_time_is_removed(cluster: BackgroundCluster) -> None:

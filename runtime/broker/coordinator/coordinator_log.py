@@ -21,6 +21,7 @@ from kafkagen.runtime.errors import (
 from kafkagen.runtime.records import Record, build_batch
 from kafkagen.runtime.topic_partition import TopicPartition
 
+from ..config.group_configs import group_setting
 from ..config.store import ConfigStore
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..storage.partition import Partition
@@ -78,6 +79,12 @@ class CoordinatorLog:
     def cfg(self, name: str) -> int:
         """An integer broker config of this broker."""
         return self.configs.broker_int(name, self.node_id)
+
+    def group_cfg(self, group_id: str, name: str) -> int:
+        """An integer group config of ``group_id``: its own, else the broker's synonym."""
+        return int(
+            group_setting(self.configs, self.metadata.group_configs, group_id, name, self.node_id)
+        )
 
     def now_ms(self) -> int:
         return self.replica_manager.time_ms()

@@ -154,7 +154,7 @@ class ConsumerGroupManager:
             owned,
         )
         self.log.check_owner(group_id)
-        interval = self._cfg("group.consumer.heartbeat.interval.ms")
+        interval = self.log.group_cfg(group_id, "consumer.heartbeat.interval.ms")
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             group = self.groups.get(group_id)
             if group is None:
@@ -498,7 +498,7 @@ class ConsumerGroupManager:
     # -- timers -----------------------------------------------------------------------
 
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        timeout = self._cfg("group.consumer.session.timeout.ms")
+        timeout = self.log.group_cfg(group.group_id, "consumer.session.timeout.ms")
         op = self._deadline(group, member.member_id, timeout, "session")
         old, member.session = member.session, op
         if old is not None:

@@ -44,7 +44,6 @@ from kafkagen.runtime.purgatory import DelayedOperationPurgatory
 from kafkagen.runtime.records import Record
 from kafkagen.runtime.timer import Timer
 
-from ..config.group_configs import group_setting
 from ..coordinator import record_format
 from ..coordinator.coordinator_log import CoordinatorLog
 from ..sorted_keys import SortedKeysDict
@@ -108,16 +107,6 @@ class StreamsGroupManager:
 
     def _cfg(self, name: str) -> int:
         return self.log.cfg(name)
-
-    def _group_cfg(self, group_id: str, name: str) -> int:
-        """``streams.<name>`` as the group's own config sets it, else the broker's
-        ``group.streams.<name>``."""
-        log = self.log
-        return int(
-            group_setting(
-                log.configs, log.metadata.group_configs, group_id, f"streams.{name}", log.node_id
-            )
-        )
 
     def enabled(self) -> bool:
         """Served while ``group.coordinator.rebalance.protocols`` names ``streams`` and the
@@ -191,7 +180,7 @@ class StreamsGroupManager:
             if member_epoch != 0:
                 raise GroupIdNotFoundError(f"Streams group {group_id} not found.")
             group = self.groups[group_id] = StreamsGroup(group_id)
-            delay = self._group_cfg(group_id, "initial.rebalance.delay.ms")
+            delay = self.log.group_cfg(group_id, "streams.initial.rebalance.delay.ms")
             group.assign_after_ms = self.log.now_ms() + delay if delay > 0 else 0
         taken_over = instance_id is not None and self._claim_instance(
             group, member_id, member_epoch, instance_id
@@ -252,7 +241,8 @@ class StreamsGroupManager:
                 group.endpoint_epoch += 1
         if client_tags is not None and client_tags != member.client_tags:
             member.client_tags, bump = dict(client_tags), True
-        configs = {"num.standby.replicas": str(self._group_cfg(group_id, "num.standby.replicas"))}
+        standbys = self.log.group_cfg(group_id, "streams.num.standby.replicas")
+        configs = {"num.standby.replicas": str(standbys)}
         if configs != group.assignment_configs:
             group.assignment_configs, bump = configs, True
         if bump:
@@ -364,7 +354,7 @@ class StreamsGroupManager:
         return HeartbeatResult(
             member_id,
             epoch,
-            self._group_cfg(group.group_id, "heartbeat.interval.ms"),
+            self.log.group_cfg(group.group_id, "streams.heartbeat.interval.ms"),
             self._cfg("group.streams.acceptable.recovery.lag"),
             self._cfg("group.streams.task.offset.interval.ms"),
             statuses or [],
@@ -439,7 +429,7 @@ class StreamsGroupManager:
                 group.target = {}
                 group.assignment_epoch = group.group_epoch
             return
-        interval = self._group_cfg(group.group_id, "assignment.interval.ms")
+        interval = self.log.group_cfg(group.group_id, "streams.assignment.interval.ms")
         now = self.log.now_ms()
         if group.assignment_timestamp_ms and now < group.assignment_timestamp_ms + interval:
             self._assign_later(group, group.assignment_timestamp_ms + interval - now)
@@ -450,7 +440,7 @@ class StreamsGroupManager:
             )
             for m in group.members.values()
         }
-        standbys = self._group_cfg(group.group_id, "num.standby.replicas")
+        standbys = self.log.group_cfg(group.group_id, "streams.num.standby.replicas")
         group.target = assign(members, configured.task_counts, standbys)
         group.assignment_epoch = group.group_epoch
         group.assignment_timestamp_ms = now
@@ -570,7 +560,7 @@ class StreamsGroupManager:
 
     def _schedule(self, group: StreamsGroup, member: StreamsMember, what: str) -> None:
         if what == "session":
-            delay = self._group_cfg(group.group_id, "session.timeout.ms")
+            delay = self.log.group_cfg(group.group_id, "streams.session.timeout.ms")
         else:
             delay = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 300_000
         member_id = member.member_id
