@@ -206,6 +206,29 @@ def test_a_cut_off_broker_knows_no_topic_created_after_the_cut(bg: BackgroundClu
     assert known.current_leader.leader_id == 0
 
 
+def test_a_cut_off_broker_names_the_coordinator_it_knows(bg: BackgroundCluster) -> None:
+    """FindCoordinator answers from the broker's own image: cut off and fenced, broker 2
+    still names itself for the groups whose offsets partition it led, while the others
+    name the new leader; after the heal all three agree."""
+
+    def coordinator(broker: int, group: str) -> int:
+        with WireClient(address(bg, broker)) as w:
+            answer = w.call(10, 3, req(10, key=group, key_type=0))
+        assert answer.error_code == 0, answer
+        return int(answer.node_id)
+
+    group = next(g for g in (f"g{i}" for i in range(200)) if coordinator(0, g) == 2)
+    faults = bg.cluster.faults
+    bg.call(lambda: faults.cut([2]))
+    wait_for(lambda: bg.call(lambda: faults.fenced == {2}), "the fencing")
+    wait_for(lambda: coordinator(0, group) != 2, "the offsets partition to move")
+    moved = coordinator(0, group)
+    assert coordinator(1, group) == moved
+    assert coordinator(2, group) == 2  # its image, kept since the cut
+    bg.call(faults.heal)
+    assert coordinator(2, group) == moved
+
+
 def test_a_partition_shrinks_the_isr_of_the_majority_and_fences_the_minority(
     bg: BackgroundCluster,
 ) -> None:

@@ -82,7 +82,7 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str, int
         node = ctx.broker.share_coordinator.log.coordinator_for(key)
     else:
         raise InvalidRequestError(f"coordinator key type {key_type} is not supported")
-    broker = ctx.broker.metadata.brokers.get(node)
+    broker = ctx.broker.image.brokers.get(node)
     if broker is None or not broker.alive:
         raise CoordinatorNotAvailableError(f"no broker coordinates {key!r} right now")
     broker = ctx.advertised(broker)

@@ -113,11 +113,13 @@ class CoordinatorLog:
         )
 
     def coordinator_for(self, key: str) -> int:
-        """The broker id coordinating ``key`` (-1 if none is available)."""
+        """The broker id coordinating ``key`` as this broker knows it (a broker cut off from
+        the controller names the leader of its stale image); -1 if none is available."""
         if not self.ensure_topic():
             return -1
-        info = self.metadata.topic(self.topic)
-        assert info is not None
+        info = self.metadata.image_of(self.node_id).topic(self.topic)
+        if info is None:  # created after this broker lost the controller
+            return -1
         return info.partitions[partition_for(key, len(info.partitions))].leader
 
     def check_owner(self, key: str) -> None:
