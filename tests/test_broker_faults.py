@@ -29,12 +29,14 @@ Metadata, Produce = message_type(3, "request"), message_type(0, "request")
 
 
 @contextmanager
-def cluster(session_ms: int) -> Iterator[BackgroundCluster]:
-    """Three brokers and the topic "f", its one partition led by broker 0."""
+def cluster(session_ms: int, **extra: str) -> Iterator[BackgroundCluster]:
+    """Three brokers and the topic "f", its one partition led by broker 0; ``extra``
+    configs with dots written as underscores."""
     configs = {
         "replica.lag.time.max.ms": str(LAG_MS),
         "broker.session.timeout.ms": str(session_ms),
         "min.insync.replicas": "2",
+        **{k.replace("_", "."): v for k, v in extra.items()},
     }
     with BackgroundCluster(brokers=3, configs=configs) as c:
         c.call(lambda: c.cluster.metadata.create_topic("f", assignments={0: [0, 1, 2]}))
@@ -204,6 +206,24 @@ def test_a_cut_off_broker_knows_no_topic_created_after_the_cut(bg: BackgroundClu
     known = produce_late(10)
     assert known.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert known.current_leader.leader_id == 0
+
+
+def test_a_cut_off_broker_creates_no_topic() -> None:
+    """Auto-creation asks the controller: a cut-off broker answers LEADER_NOT_AVAILABLE
+    and creates nothing, as Kafka's does; one on the controller's side creates it."""
+    with cluster(SESSION_MS, auto_create_topics_enable="true") as bg:
+        bg.call(lambda: bg.cluster.faults.cut([2]))
+
+        def ask(broker: int, name: str) -> int:
+            topic = Metadata.MetadataRequestTopic(name=name)
+            with WireClient(address(bg, broker)) as w:
+                r = w.call(3, 9, req(3, topics=[topic], allow_auto_topic_creation=True))
+            return int(r.topics[0].error_code)
+
+        assert ask(2, "auto-cut") == ErrorCode.LEADER_NOT_AVAILABLE
+        assert bg.call(lambda: bg.cluster.metadata.topic("auto-cut")) is None
+        assert ask(0, "auto-kept") == ErrorCode.NONE
+        assert bg.call(lambda: bg.cluster.metadata.topic("auto-kept")) is not None
 
 
 def test_a_cut_off_broker_names_the_coordinator_it_knows(bg: BackgroundCluster) -> None:

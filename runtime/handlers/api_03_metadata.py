@@ -133,6 +133,10 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
                         or ctx.allowed(AclOperation.CREATE, ResourceType.TOPIC, name)
                     ):
                         raise TopicAuthorizationFailedError()
+                    if not broker.metadata.reaches_controller(broker.node_id):
+                        # As Kafka's: the creation is asked of a controller it cannot
+                        # reach, and the topic has no leader yet.
+                        raise LeaderNotAvailableError()
                     existing = broker.metadata.create_topic(name)
                 except KafkaError as e:
                     topics.append(_error(e, name, _ZERO))
