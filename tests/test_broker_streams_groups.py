@@ -41,6 +41,7 @@ from kafkagen.runtime.broker.group.streams_group import (
     Subtopology,
     Topology,
     configure,
+    java_hash_order,
 )
 from kafkagen.runtime.broker.group.streams_group_records import (
     decode_group,
@@ -160,6 +161,34 @@ def test_configure_reports_missing_and_misfit_topics() -> None:
     misfit = configure(joined, {"a": 2, "b": 3})
     assert misfit.status is not None
     assert misfit.status[0] is Status.INCORRECTLY_PARTITIONED_TOPICS
+
+
+def test_missing_internal_topics_are_named_in_kafkas_order_three_at_most() -> None:
+    """Kafka 4.4 collects the missing topics in a Java HashMap and names the first three
+    it iterates; the orders below are what Java 17's HashMap gave for these names (two
+    with one hash, and more than twelve, so its table grew)."""
+    names = (
+        "apple banana cherry date elderberry fig grape kc07101d-1-rep kc07101d-1-changelog "
+        "a b c dd ee ff Aa BB xyz-0-rep xyz-1-changelog zz résumé 日本"
+    ).split()
+    java = (
+        "banana,date,dd,ee,ff,Aa,BB,zz,cherry,a,b,xyz-1-changelog,c,résumé,fig,"
+        "kc07101d-1-changelog,kc07101d-1-rep,grape,日本,elderberry,apple,xyz-0-rep"
+    ).split(",")
+    assert java_hash_order(names) == java
+    c = configure(_word_count(), {"words": 4})
+    assert c.status == (
+        Status.MISSING_INTERNAL_TOPICS,
+        "Internal topics are missing: app-rep, app-changelog",
+    )
+    changelogs = tuple(InternalTopic(f"store-{i}-changelog", 0, 1) for i in range(5))
+    many = Topology(0, (Subtopology("0", ("words",), (), changelogs, (), ()),))
+    status = configure(many, {"words": 2}).status
+    assert status is not None
+    named = status[1].removeprefix("Internal topics are missing: ")
+    assert (
+        named == "store-3-changelog, store-2-changelog, store-0-changelog and 2 additional topics"
+    )
 
 
 # -- over the wire --------------------------------------------------------------------

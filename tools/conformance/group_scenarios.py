@@ -12,6 +12,7 @@ from kafkagen.generated.delete_groups import DeleteGroupsRequest
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest
 from kafkagen.generated.heartbeat import HeartbeatRequest
+from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.leave_group import LeaveGroupRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
@@ -447,10 +448,46 @@ async def consumer_protocol_member(s: Session) -> tuple[str, str, int]:
     return t, g, node
 
 
+#: The GROUP config resource type.
+GROUP_RESOURCE = 32
+
+
+def group_configs(group: str, **configs: str) -> IncrementalAlterConfigsRequest:
+    """Set ``configs`` (``_`` standing for ``.``) on the group's config resource."""
+    I = IncrementalAlterConfigsRequest  # noqa: E741 - the message's initial, as elsewhere
+    return I(
+        resources=[
+            I.AlterConfigsResource(
+                resource_type=GROUP_RESOURCE,
+                resource_name=group,
+                configs=[
+                    I.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
+                    for k, v in configs.items()
+                ],
+            )
+        ],
+        validate_only=False,
+    )
+
+
 @scenario("ConsumerGroupHeartbeat", "join", "a new member subscribing to a topic")
 async def cg_join(s: Session) -> None:
     t = await s.create_topic(partitions=2)
     g = s.name("g")
+    await s.call(_heartbeat(g, t), node=await s.coordinator(g))
+
+
+@scenario(
+    "ConsumerGroupHeartbeat",
+    "group-configs",
+    "a join in a group whose own heartbeat interval and session timeout are set",
+)
+async def cg_group_configs(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    await s.setup(
+        group_configs(g, consumer_heartbeat_interval_ms="7000", consumer_session_timeout_ms="50000")
+    )
     await s.call(_heartbeat(g, t), node=await s.coordinator(g))
 
 

@@ -14,7 +14,6 @@ from kafkagen.generated.delete_share_group_state import DeleteShareGroupStateReq
 from kafkagen.generated.describe_configs import DescribeConfigsRequest
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
 from kafkagen.generated.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
-from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.initialize_share_group_state import InitializeShareGroupStateRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.read_share_group_state import ReadShareGroupStateRequest
@@ -27,7 +26,7 @@ from kafkagen.generated.write_share_group_state import WriteShareGroupStateReque
 from kafkagen.runtime.jsonform import uuid_to_json
 
 from .core import Session, scenario
-from .group_scenarios import consumer_protocol_member
+from .group_scenarios import GROUP_RESOURCE, consumer_protocol_member, group_configs
 from .messages import batch, produce
 from .txn_scenarios import _end, _settled, _txn
 
@@ -38,7 +37,7 @@ ACCEPT, RELEASE, RENEW = 1, 2, 4
 SHARE_KEY = 2
 NOT_COORDINATOR, LOADING = 16, 14
 #: The GROUP config resource type, and the source of a config set on a group.
-GROUP_RESOURCE, DYNAMIC_GROUP_CONFIG = 32, 8
+DYNAMIC_GROUP_CONFIG = 8
 #: How long the first fetch after producing may wait: Kafka's can complete before it sees
 #: records the producer was just told are written.
 FIRST_FETCH_WAIT_MS = 2000
@@ -352,9 +351,7 @@ async def sa_read_committed(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     await s.setup(
-        _group_configs(
-            g, share_isolation_level="read_committed", share_auto_offset_reset="earliest"
-        )
+        group_configs(g, share_isolation_level="read_committed", share_auto_offset_reset="earliest")
     )
     leader = await s.leader(t)
     # Offsets 0-1 committed, 2 their marker, 3-4 aborted, 5 their marker.
@@ -386,7 +383,7 @@ async def sa_read_committed(s: Session) -> None:
 async def sa_renew_disabled(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
-    await s.setup(_group_configs(g, share_renew_acknowledge_enable="false"))
+    await s.setup(group_configs(g, share_renew_acknowledge_enable="false"))
     node, epoch = await _started(s, g, t)
     await s.setup(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
     renew = _ack(s, g, t, epoch + 1, [(0, 2, RENEW)])
@@ -569,24 +566,6 @@ async def dg_describe_share(s: Session) -> None:
 # ---------------------------------------------------------------------- group configs
 
 
-def _group_configs(group: str, **configs: str) -> IncrementalAlterConfigsRequest:
-    """Set ``configs`` (``_`` standing for ``.``) on the group's config resource."""
-    I = IncrementalAlterConfigsRequest  # noqa: E741 - the message's initial, as elsewhere
-    return I(
-        resources=[
-            I.AlterConfigsResource(
-                resource_type=GROUP_RESOURCE,
-                resource_name=group,
-                configs=[
-                    I.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
-                    for k, v in configs.items()
-                ],
-            )
-        ],
-        validate_only=False,
-    )
-
-
 @scenario(
     "IncrementalAlterConfigs",
     "share-group-earliest",
@@ -595,7 +574,7 @@ def _group_configs(group: str, **configs: str) -> IncrementalAlterConfigsRequest
 async def gc_earliest(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
-    await s.call(_group_configs(g, share_auto_offset_reset="earliest"))
+    await s.call(group_configs(g, share_auto_offset_reset="earliest"))
     await s.produced(t, batch(3))
     await _joined(s, g, t)
     node = await s.leader(t)
@@ -610,7 +589,7 @@ async def gc_earliest(s: Session) -> None:
 async def gc_describe(s: Session) -> None:
     g = s.name("g")
     await s.setup(
-        _group_configs(
+        group_configs(
             g, share_record_lock_duration_ms="20000", share_isolation_level="read_committed"
         )
     )
@@ -635,9 +614,9 @@ async def gc_describe(s: Session) -> None:
 @scenario("IncrementalAlterConfigs", "group-bad-values", "group configs Kafka refuses")
 async def gc_bad(s: Session) -> None:
     g = s.name("g")
-    await s.call(_group_configs(g, share_record_lock_duration_ms="100"))
-    await s.call(_group_configs(g, share_session_timeout_ms="1000"))
-    await s.call(_group_configs(g, share_unknown="1"))
+    await s.call(group_configs(g, share_record_lock_duration_ms="100"))
+    await s.call(group_configs(g, share_session_timeout_ms="1000"))
+    await s.call(group_configs(g, share_unknown="1"))
 
 
 # ---------------------------------------------------------------------- share-group state

@@ -17,7 +17,7 @@ from kafkagen.generated.streams_group_topology_description_update import (
 )
 
 from .core import Session, SetupError, scenario
-from .group_scenarios import consumer_protocol_member
+from .group_scenarios import consumer_protocol_member, group_configs
 
 H = StreamsGroupHeartbeatRequest
 #: A Streams client names itself and its process.
@@ -106,6 +106,20 @@ async def _joined(s: Session, group: str, source: str | None = None) -> Any:
 async def st_join(s: Session) -> None:
     t = await s.create_topic(partitions=2)
     g = s.name("g")
+    await s.call(_join(g, _topology(s, t)), node=await s.coordinator(g))
+
+
+@scenario(
+    "StreamsGroupHeartbeat",
+    "group-configs",
+    "a join in a group whose own heartbeat interval and session timeout are set",
+)
+async def st_group_configs(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    await s.setup(
+        group_configs(g, streams_heartbeat_interval_ms="7000", streams_session_timeout_ms="50000")
+    )
     await s.call(_join(g, _topology(s, t)), node=await s.coordinator(g))
 
 

@@ -14,7 +14,7 @@ status instead of tasks.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafkagen.runtime.purgatory import DelayedOperation
@@ -35,6 +35,7 @@ __all__ = [
     "Subtopology",
     "Topology",
     "configure",
+    "java_hash_order",
 ]
 
 
@@ -179,7 +180,7 @@ def configure(topology: Topology, partitions_of: Mapping[str, int]) -> Configure
         for t in (*s.source_topics, *(r.name for r in s.repartition_source_topics))
     }
     if to_create:
-        detail = f"Internal topics are missing: {', '.join(to_create)}"
+        detail = f"Internal topics are missing: {_summarize(_as_kafka_lists(to_create, subs))}"
         return ConfiguredTopology(
             None, (Status.MISSING_INTERNAL_TOPICS, detail), to_create, source_partitions
         )
@@ -285,3 +286,39 @@ def task_partitions(
             n = source_partitions.get(t, 0)
             out.setdefault(t, set()).update(p for p in ps if p < n)
     return out
+
+
+def java_hash_order(names: list[str]) -> list[str]:
+    """``names`` in the order a Java ``HashMap`` they were put into in this order iterates
+    them: by bucket of their String hash (spread as HashMap does, over the table its size
+    grew to), then in insertion order within a bucket."""
+    capacity = 16
+    while len(names) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = 0
+        data = name.encode("utf-16-be")
+        for i in range(0, len(data), 2):
+            h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return [n for _, _, n in sorted((bucket(n), i, n) for i, n in enumerate(names))]
+
+
+def _as_kafka_lists(missing: Mapping[str, object], subs: Sequence[Subtopology]) -> list[str]:
+    """The missing internal topics in the order Kafka 4.4 names them: put into a hash map
+    subtopology by subtopology (by id), each one's repartition topics and then its
+    changelogs, each group in its own hash map's order."""
+    put: list[str] = []
+    for s in sorted(subs, key=lambda s: s.subtopology_id):
+        put += java_hash_order([r.name for r in s.repartition_source_topics])
+        put += java_hash_order([c.name for c in s.state_changelog_topics])
+    put = list(dict.fromkeys(put))
+    return [n for n in java_hash_order(put) if n in missing]
+
+
+def _summarize(topics: list[str]) -> str:
+    """Kafka's way of naming topics in a status: the first three, then how many more."""
+    more = f" and {len(topics) - 3} additional topics" if len(topics) > 3 else ""
+    return ", ".join(topics[:3]) + more
