@@ -160,6 +160,22 @@ class WireClient:
         return bytes(buf)
 
 
+def set_group_configs(w: WireClient, group: str, **configs: str) -> None:
+    """Set a group's own configs (``_`` standing for ``.``) with IncrementalAlterConfigs
+    on its GROUP resource; fails the test on a refusal."""
+    alter = message_type(44, "request")
+    resource = alter.AlterConfigsResource(
+        resource_type=32,  # GROUP
+        resource_name=group,
+        configs=[
+            alter.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
+            for k, v in configs.items()
+        ],
+    )
+    (r,) = w.call(44, 1, alter(resources=[resource])).responses
+    assert r.error_code == 0, r.error_message
+
+
 class BrokerProcess:
     """``python -m kafkagen.cli.serve`` in a subprocess (real parallelism for client tests)."""
 

@@ -11,10 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_helpers import WireClient
+from broker_helpers import WireClient, set_group_configs
 from kafkagen.generated.consumer_group_describe import ConsumerGroupDescribeRequest as DescReq
 from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as HbReq
-from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.join_group import JoinGroupRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
@@ -283,14 +282,9 @@ def test_a_groups_own_heartbeat_interval_and_session_override_the_brokers(
     (IncrementalAlterConfigs on its GROUP resource) apply to it alone."""
     ids = _topic_ids(cluster)
     with WireClient(cluster.bootstrap) as w:
-        Alter = IncrementalAlterConfigsRequest
-        own = [
-            Alter.AlterableConfig(name="consumer.heartbeat.interval.ms", value="700"),
-            Alter.AlterableConfig(name="consumer.session.timeout.ms", value="6000"),
-        ]
-        res = Alter.AlterConfigsResource(resource_type=32, resource_name="own", configs=own)
-        (r,) = w.call(44, 1, Alter(resources=[res])).responses
-        assert r.error_code == 0, r.error_message
+        set_group_configs(
+            w, "own", consumer_heartbeat_interval_ms="700", consumer_session_timeout_ms="6000"
+        )
         a = Member(w, "own", ["events"], ids)
         b = Member(w, "own", ["events"], ids)
         assert a.heartbeat().heartbeat_interval_ms == 700

@@ -150,14 +150,22 @@ def leader_seen_by(bg: BackgroundCluster, broker: int) -> int:
     return answer.topics[0].partitions[0].leader_id
 
 
-def produce_once(bg: BackgroundCluster, broker: int, value: bytes, acks: int) -> int:
-    """One Produce of ``value`` to broker ``broker`` waiting at most 1.5 s; its error code."""
+def produce_answer(
+    bg: BackgroundCluster, broker: int, value: bytes, acks: int, topic: str = "f", version: int = 9
+) -> Any:
+    """One Produce of ``value`` to partition 0 of ``topic`` through broker ``broker``,
+    waiting at most 1.5 s; the partition's answer."""
     records = build_batch([Record(-1, 1, b"k", value)])
     data = Produce.PartitionProduceData(index=0, records=records)
-    topic = Produce.TopicProduceData(name="f", partition_data=[data])
+    produce = Produce.TopicProduceData(name=topic, partition_data=[data])
     with WireClient(address(bg, broker)) as w:
-        answer = w.call(0, 9, req(0, acks=acks, timeout_ms=1500, topic_data=[topic]))
-    return answer.responses[0].partition_responses[0].error_code
+        answer = w.call(0, version, req(0, acks=acks, timeout_ms=1500, topic_data=[produce]))
+    return answer.responses[0].partition_responses[0]
+
+
+def produce_once(bg: BackgroundCluster, broker: int, value: bytes, acks: int) -> int:
+    """`produce_answer` to "f": its error code."""
+    return int(produce_answer(bg, broker, value, acks).error_code)
 
 
 def test_a_fenced_leader_keeps_its_stale_view_until_the_heal(bg: BackgroundCluster) -> None:
@@ -193,17 +201,10 @@ def test_a_cut_off_broker_knows_no_topic_created_after_the_cut(bg: BackgroundClu
     bg.call(lambda: faults.cut([2]))
     bg.call(lambda: bg.cluster.metadata.create_topic("late", assignments={0: [0, 1]}))
 
-    def produce_late(version: int) -> Any:
-        records = build_batch([Record(-1, 1, b"k", b"v")])
-        data = Produce.PartitionProduceData(index=0, records=records)
-        topic = Produce.TopicProduceData(name="late", partition_data=[data])
-        with WireClient(address(bg, 2)) as w:
-            answer = w.call(0, version, req(0, acks=1, timeout_ms=1500, topic_data=[topic]))
-        return answer.responses[0].partition_responses[0]
-
-    assert produce_late(10).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    unknown = produce_answer(bg, 2, b"v", acks=1, topic="late", version=10)
+    assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     bg.call(faults.heal)
-    known = produce_late(10)
+    known = produce_answer(bg, 2, b"v", acks=1, topic="late", version=10)
     assert known.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert known.current_leader.leader_id == 0
 

@@ -13,14 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_helpers import WireClient, assert_kafka_reads_coordinator_records
+from broker_helpers import WireClient, assert_kafka_reads_coordinator_records, set_group_configs
 from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest as ConsumerHbReq,
 )
 from kafkagen.generated.delete_groups import DeleteGroupsRequest
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
-from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.list_groups import ListGroupsRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest
 from kafkagen.generated.streams_group_describe import StreamsGroupDescribeRequest as DescReq
@@ -396,20 +395,6 @@ def test_leave_and_session_expiry_free_the_tasks(w: WireClient) -> None:
     assert len(b.active) == 8
 
 
-def _set_group_configs(w: WireClient, group: str, **configs: str) -> None:
-    Alter = IncrementalAlterConfigsRequest
-    res = Alter.AlterConfigsResource(
-        resource_type=32,  # GROUP
-        resource_name=group,
-        configs=[
-            Alter.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
-            for k, v in configs.items()
-        ],
-    )
-    (r,) = w.call(44, 1, Alter(resources=[res])).responses
-    assert r.error_code == 0, r.error_message
-
-
 def test_a_groups_own_configs_override_the_brokers(w: WireClient) -> None:
     """`streams.*` group configs: the heartbeat interval members are told, the session
     after which a silent member goes, and the standby count, whose change moves the group
@@ -420,7 +405,7 @@ def test_a_groups_own_configs_override_the_brokers(w: WireClient) -> None:
     assert a.heartbeat().heartbeat_interval_ms == 200  # the broker's
     assert sum(len(m.standby) for m in (a, b)) == 8  # one standby of each task
     epoch = a.epoch
-    _set_group_configs(
+    set_group_configs(
         w,
         "app-own",
         streams_heartbeat_interval_ms="700",

@@ -180,7 +180,7 @@ def configure(topology: Topology, partitions_of: Mapping[str, int]) -> Configure
         for t in (*s.source_topics, *(r.name for r in s.repartition_source_topics))
     }
     if to_create:
-        detail = f"Internal topics are missing: {_summarize(_as_kafka_lists(to_create, subs))}"
+        detail = f"Internal topics are missing: {_summarize(_in_kafkas_order(to_create, subs))}"
         return ConfiguredTopology(
             None, (Status.MISSING_INTERNAL_TOPICS, detail), to_create, source_partitions
         )
@@ -306,7 +306,7 @@ def java_hash_order(names: list[str]) -> list[str]:
     return [n for _, _, n in sorted((bucket(n), i, n) for i, n in enumerate(names))]
 
 
-def _as_kafka_lists(missing: Mapping[str, object], subs: Sequence[Subtopology]) -> list[str]:
+def _in_kafkas_order(missing: Mapping[str, object], subs: Sequence[Subtopology]) -> list[str]:
     """The missing internal topics in the order Kafka 4.4 names them: put into a hash map
     subtopology by subtopology (by id), each one's repartition topics and then its
     changelogs, each group in its own hash map's order."""
