@@ -28,6 +28,7 @@ from kafkagen.runtime.broker.security.acls import (
     PatternType,
     ResourceType,
 )
+from kafkagen.runtime.broker.storage import log_store
 from kafkagen.runtime.broker.storage.log_store import PartitionFiles
 from kafkagen.runtime.broker.storage.partition import Partition
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC
@@ -157,7 +158,9 @@ def committed(w: WireClient, group: str, partition: int = 0, stable: bool = Fals
     return -int(p.error_code) if p.error_code else int(p.committed_offset)
 
 
-def produce(w: WireClient, partition: int, data: bytes, tid: str | None = None) -> Any:
+def produce(
+    w: WireClient, partition: int, data: bytes, tid: str | None = None, topic: str = TOPIC
+) -> Any:
     Req: Any = message_type(0, "request")
     r = w.call(
         0,
@@ -168,7 +171,7 @@ def produce(w: WireClient, partition: int, data: bytes, tid: str | None = None) 
             timeout_ms=5000,
             topic_data=[
                 Req.TopicProduceData(
-                    name=TOPIC,
+                    name=topic,
                     partition_data=[Req.PartitionProduceData(index=partition, records=data)],
                 )
             ],
@@ -588,6 +591,70 @@ def test_a_follower_truncation_cuts_its_files_and_it_copies_the_leader_again(
         c.call(lambda: c.cluster.brokers[follower].fetcher.start())  # type: ignore[union-attr]
         assert wait_for(lambda: follower_file.stat().st_size == full)
         assert follower_file.read_bytes() == leader_file.read_bytes()
+
+
+def test_batches_past_the_cache_budget_leave_memory_and_are_read_from_their_files(
+    tmp_path: Path,
+) -> None:
+    """With a log directory only the newest batches stay in memory (within the process's
+    budget); a fetch of older ones, a follower's files and the cleaner read them back."""
+    budget = 20_000
+    values = [b"%04d" % i * 250 for i in range(60)]  # 1,000-byte values, one batch each
+    with BackgroundCluster(3, configs={"log.dirs": str(tmp_path)}) as c:
+        assert c.cluster is not None and c.cluster.storage is not None
+        cache = c.cluster.storage.cache
+        c.call(lambda: setattr(cache, "budget", budget))
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 1, 3, configs={"internal.segment.bytes": "9000"}))
+        leader = c.call(lambda: md.topics[TOPIC].partitions[0].leader)
+        with WireClient(c.bootstrap.split(",")[leader]) as w:
+            for i, v in enumerate(values):
+                r = produce(w, 0, batch([v], timestamp=TS + i))
+                assert (r.error_code, r.base_offset) == (0, i)
+            got = fetch(w, 0, 0)
+            assert got.error_code == 0
+            assert [v for _, _, v in records_of(got.records)] == values
+        assert c.call(lambda: cache.bytes) <= budget
+        for node in range(3):
+            p = _replica(c, node, TOPIC, 0)
+            resident = c.call(lambda p=p: [b.resident for b in p.log.batches])
+            assert len(resident) == 60
+            # The oldest went out of memory; the newest of the three replicas stayed.
+            assert not any(resident[:40]) and resident[-1], (node, resident)
+            on_disk = b"".join(f.read_bytes() for f in segment_files(tmp_path, node, TOPIC, 0))
+            in_log = c.call(lambda p=p: b"".join(b.data for b in p.log.batches))
+            assert in_log == on_disk
+        assert len(segment_files(tmp_path, leader, TOPIC, 0)) >= 5
+
+
+def test_segment_files_are_fsynced_every_flush_messages_records_as_kafka_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default (flush.messages at its maximum) an acks=all write is acknowledged once
+    replicated, with no fsync of its own; a topic with flush.messages=N fsyncs every N."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(log_store.os, "fsync", fsync)
+    with BackgroundCluster(configs={"log.dirs": str(tmp_path)}) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 1, 1))
+        c.call(lambda: md.create_topic("every2", 1, 1, configs={"flush.messages": "2"}))
+        with WireClient(c.bootstrap) as w:
+            for i in range(6):
+                assert produce(w, 0, batch([b"v%d" % i])).error_code == 0
+                assert produce(w, 0, batch([b"v%d" % i]), topic="every2").error_code == 0
+
+        def segment_syncs(topic: str) -> int:
+            return sum(1 for path in synced if f"/{topic}-0/" in path and path.endswith(".log"))
+
+        assert segment_syncs(TOPIC) == 0
+        assert segment_syncs("every2") == 3
 
 
 def test_without_a_log_dir_nothing_is_written(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -91,6 +92,14 @@ _BYTECODE_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYT
 
 @contextmanager
 def _kafkagen(brokers: int, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """``kafkagen serve`` with a log directory of its own, as Kafka has."""
+    with tempfile.TemporaryDirectory(prefix="kafkagen-bench-") as log_dir:
+        with _serve(brokers, port, log_dir) as proc:
+            yield proc
+
+
+@contextmanager
+def _serve(brokers: int, port: int, log_dir: str) -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -100,6 +109,8 @@ def _kafkagen(brokers: int, port: int) -> Iterator[subprocess.Popen[bytes]]:
             str(brokers),
             "--port",
             str(port),
+            "--log-dir",
+            log_dir,
             "--config",
             "group.initial.rebalance.delay.ms=0",
         ],

@@ -65,6 +65,8 @@ class TopicConfig:
     deletes: bool
     segment_bytes: int
     segment_ms: int
+    #: flush.messages: records appended between fsyncs of a log directory's files.
+    flush_messages: int
 
 
 class ConfigStore:
@@ -182,6 +184,7 @@ class ConfigStore:
             deletes="delete" in policy,
             segment_bytes=self.segment_bytes(topic),
             segment_ms=num("segment.ms"),
+            flush_messages=num("flush.messages"),
         )
         self._topic_cache[topic] = cfg
         return cfg

@@ -24,18 +24,81 @@ from typing import Protocol
 
 from kafkagen.runtime.records import NO_TIMESTAMP, RecordBatch
 
-__all__ = ["Log", "LogBatch", "LogStorage", "Segment"]
+__all__ = ["BatchHome", "Log", "LogBatch", "LogStorage", "Segment"]
 
 
-@dataclass(slots=True)
+class BatchHome(Protocol):
+    """Where a batch's bytes can be read again once memory let go of them (a segment file)."""
+
+    def read(self, position: int, size: int) -> bytes: ...
+
+
 class LogBatch:
-    base_offset: int
-    last_offset: int
-    data: bytes
-    max_timestamp: int
-    #: Offset of the record holding max_timestamp.
-    max_timestamp_offset: int
-    leader_epoch: int
+    """One stored batch. Its bytes stay in memory until a log directory holds them and the
+    broker's batch cache lets them go (`evict`); ``data`` then reads them from the file."""
+
+    __slots__ = (
+        "base_offset",
+        "last_offset",
+        "_data",
+        "size",
+        "max_timestamp",
+        "max_timestamp_offset",
+        "leader_epoch",
+        "_home",
+        "_position",
+    )
+
+    def __init__(
+        self,
+        base_offset: int,
+        last_offset: int,
+        data: bytes,
+        max_timestamp: int,
+        max_timestamp_offset: int,
+        leader_epoch: int,
+    ) -> None:
+        self.base_offset = base_offset
+        self.last_offset = last_offset
+        self._data: bytes | None = data
+        self.size = len(data)
+        self.max_timestamp = max_timestamp
+        #: Offset of the record holding max_timestamp.
+        self.max_timestamp_offset = max_timestamp_offset
+        self.leader_epoch = leader_epoch
+        self._home: BatchHome | None = None
+        self._position = 0
+
+    @property
+    def data(self) -> bytes:
+        data = self._data
+        if data is None:
+            assert self._home is not None
+            data = self._home.read(self._position, self.size)
+        return data
+
+    @property
+    def resident(self) -> bool:
+        """Whether the bytes are in memory (not only in the file)."""
+        return self._data is not None
+
+    def stored_at(self, home: BatchHome, position: int) -> None:
+        """The batch's bytes are also in ``home`` at ``position``."""
+        self._home = home
+        self._position = position
+
+    def evict(self) -> int:
+        """Let go of the bytes if a file holds them; the bytes freed (0 if kept)."""
+        if self._home is None or self._data is None:
+            return 0
+        self._data = None
+        return self.size
+
+    def __repr__(self) -> str:
+        return (
+            f"LogBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+            f"size={self.size}, leader_epoch={self.leader_epoch})"
+        )
 
 
 @dataclass(slots=True)
@@ -53,7 +116,7 @@ class Segment:
     def add(self, batch: LogBatch) -> None:
         if self.size == 0 and self.rolling_timestamp < 0:
             self.rolling_timestamp = batch.max_timestamp
-        self.size += len(batch.data)
+        self.size += batch.size
         self.largest_timestamp = max(self.largest_timestamp, batch.max_timestamp)
 
 
@@ -88,6 +151,8 @@ class Log:
         "storage",
         "segments",
         "roll_limits",
+        "flush_interval",
+        "_unflushed",
         "first_dirty_offset",
     )
 
@@ -103,6 +168,11 @@ class Log:
         self.segments: list[Segment] = [Segment(0)]
         #: (segment.bytes, segment.ms) of the topic now; None: one segment forever.
         self.roll_limits: Callable[[], tuple[int, int]] | None = None
+        #: flush.messages of the topic now; None: the storage is never asked to fsync
+        #: (it still does when a segment rolls or the log closes).
+        self.flush_interval: Callable[[], int] | None = None
+        #: Records appended to the storage since it last made them durable.
+        self._unflushed = 0
         #: Where the cleaner's next pass starts: everything below was cleaned (Kafka's
         #: cleaner checkpoint).
         self.first_dirty_offset = 0
@@ -125,6 +195,11 @@ class Log:
             new_segment = False  # a recovered log's first batch opens the empty segment
         if self.storage is not None:
             self.storage.append(batch, new_segment)
+            # Kafka's rule: fsync once flush.messages records wait (by default never: the
+            # OS writes them back; replication, not fsync, is what acks=all waits for).
+            self._unflushed += batch.last_offset - batch.base_offset + 1
+            if self.flush_interval is not None and self._unflushed >= self.flush_interval():
+                self.flush()
         if new_segment:
             self.segments.append(Segment(batch.base_offset))
         elif not self.batches and self.segments[-1].size == 0:
@@ -133,7 +208,7 @@ class Log:
         self.batches.append(batch)
         self._bases.append(batch.base_offset)
         self.log_end_offset = batch.last_offset + 1
-        self.size_in_bytes += len(batch.data)
+        self.size_in_bytes += batch.size
         if not self.epochs or self.epochs[-1][0] < batch.leader_epoch:
             self.epochs.append((batch.leader_epoch, batch.base_offset))
 
@@ -144,7 +219,7 @@ class Log:
         if self.roll_limits is None or active.size == 0:
             return False
         segment_bytes, segment_ms = self.roll_limits()
-        if active.size > segment_bytes - len(batch.data):
+        if active.size > segment_bytes - batch.size:
             return True
         if active.rolling_timestamp >= 0:
             waited = batch.max_timestamp - active.rolling_timestamp
@@ -177,7 +252,7 @@ class Log:
             self.storage.truncate(self.batches[i].base_offset)
         # A batch straddling the offset goes too: followers truncate at batch boundaries.
         for b in self.batches[i:]:
-            self.size_in_bytes -= len(b.data)
+            self.size_in_bytes -= b.size
         del self.batches[i:]
         del self._bases[i:]
         self.log_end_offset = self.batches[-1].last_offset + 1 if self.batches else offset
@@ -199,7 +274,7 @@ class Log:
         # Whole batches below the new start go; one straddling it stays (Kafka keeps segments).
         n = 0
         while n < len(self.batches) and self.batches[n].last_offset < offset:
-            self.size_in_bytes -= len(self.batches[n].data)
+            self.size_in_bytes -= self.batches[n].size
             n += 1
         del self.batches[:n]
         del self._bases[:n]
@@ -217,8 +292,8 @@ class Log:
         hi = len(self._bases) if end is None else bisect.bisect_left(self._bases, end)
         if self.storage is not None:
             self.storage.replace_segments(start, -1 if end is None else end, batches)
-        self.size_in_bytes += sum(len(b.data) for b in batches) - sum(
-            len(b.data) for b in self.batches[lo:hi]
+        self.size_in_bytes += sum(b.size for b in batches) - sum(
+            b.size for b in self.batches[lo:hi]
         )
         self.batches[lo:hi] = batches
         self._bases[lo:hi] = [b.base_offset for b in batches]
@@ -245,7 +320,7 @@ class Log:
             end = kept[k + 1].base_offset if k + 1 < len(kept) else None
             size = 0
             while j < len(self.batches) and (end is None or self.batches[j].base_offset < end):
-                size += len(self.batches[j].data)
+                size += self.batches[j].size
                 j += 1
             seg.size = size
         self.segments = kept
@@ -261,6 +336,7 @@ class Log:
     def flush(self) -> None:
         if self.storage is not None:
             self.storage.flush()
+        self._unflushed = 0
 
     # -- reading ----------------------------------------------------------------------
 
@@ -284,7 +360,7 @@ class Log:
             b = batches[i]
             if b.last_offset >= max_offset:
                 break
-            size = len(b.data)
+            size = b.size
             if total + size > max_bytes and not (min_one and not out):
                 break
             out.append(b)
@@ -302,7 +378,7 @@ class Log:
             b = batches[i]
             if b.last_offset >= max_offset:
                 break
-            total += len(b.data)
+            total += b.size
             if total >= enough:
                 break
         return total

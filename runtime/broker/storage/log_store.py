@@ -20,10 +20,13 @@ start a ``.swap`` file completes its replacement and a ``.cleaned`` one is dropp
 crash leaves either the old segments or the cleaned one, never half of each.
 
 Every append is written to its segment at once, so a killed process loses nothing the OS
-has; acks=-1 writes (those of the coordinators too) are also fsynced before they are
-acknowledged. Truncations (a follower's divergent tail) cut the files, log start moves
-drop whole segments below the start and are checkpointed, deleted replicas lose their
-directory.
+has. As Kafka, the files are fsynced every ``flush.messages`` records (by default never),
+when a segment rolls and when the broker stops, not before an acks=-1 answer: replication
+is what that waits for. The process keeps the newest `CACHE_BYTES` of batches in memory
+(`BatchCache`); older ones are read from their files when fetched.
+
+Truncations (a follower's divergent tail) cut the files, log start moves drop whole
+segments below the start and are checkpointed, deleted replicas lose their directory.
 
 On start every segment is read back and each batch checked: framing, magic 2, CRC-32C,
 offsets that follow on. The first torn or corrupt batch and everything after it is cut
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import collections
 import fcntl
 import json
 import logging
@@ -59,7 +63,14 @@ from ._log import LogBatch
 if TYPE_CHECKING:
     from .partition import Partition
 
-__all__ = ["BrokerStorage", "ClusterStorage", "LogDirError", "PartitionFiles"]
+__all__ = [
+    "BatchCache",
+    "BrokerStorage",
+    "CACHE_BYTES",
+    "ClusterStorage",
+    "LogDirError",
+    "PartitionFiles",
+]
 
 _log = logging.getLogger("kafkagen.broker.log_dir")
 
@@ -67,6 +78,9 @@ METADATA_FILE = "cluster.json"
 LOCK_FILE = ".lock"
 CHECKPOINT_FILE = "checkpoints.json"
 PARTITION_METADATA = "partition.metadata"
+#: Bytes of stored batches a process keeps in memory beside its log directory (the most
+#: recently written ones); older ones are read from their segment files when fetched.
+CACHE_BYTES = 64 * 1024 * 1024
 _SEGMENT = re.compile(r"(\d{20})\.log")
 _SWAP = re.compile(r"(\d{20})\.(\d{20}|-1)\.swap")
 _CLEANED = re.compile(r"\d{20}\.cleaned")
@@ -125,6 +139,50 @@ class _Segment:
     bases: list[int] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
     last_offset: int = -1
+    #: Opened on the first read of a batch memory let go of.
+    read_fd: int = -1
+
+    def read(self, position: int, size: int) -> bytes:
+        """The ``size`` bytes at ``position`` (a `BatchHome` of the batches it holds)."""
+        if self.read_fd < 0:
+            self.read_fd = os.open(self.path, os.O_RDONLY)
+        data = os.pread(self.read_fd, size, position)
+        if len(data) != size:
+            raise LogDirError(
+                f"{self.path}: {len(data)} bytes at position {position} where a batch of "
+                f"{size} was written (the file was cut by something else)"
+            )
+        return data
+
+    def close(self) -> None:
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            self.read_fd = -1
+
+
+class BatchCache:
+    """The stored batches whose bytes stay in memory beside their files, oldest out
+    first, within a byte budget shared by every replica of the process.
+
+    Kafka leaves the recent part of its logs to the OS's page cache; a log directory here
+    does the same for everything past the budget: a fetch of an older batch reads it from
+    its segment file (and keeps no copy), as a consumer catching up makes Kafka do.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        #: Bytes of the batches admitted and not yet let go of.
+        self.bytes = 0
+        self._resident: collections.deque[LogBatch] = collections.deque()
+
+    def admit(self, batch: LogBatch) -> None:
+        self._resident.append(batch)
+        self.bytes += batch.size
+        resident = self._resident
+        while self.bytes > self.budget and resident:
+            old = resident.popleft()
+            self.bytes -= old.size
+            old.evict()
 
 
 def _segment_name(base_offset: int) -> str:
@@ -140,8 +198,10 @@ class PartitionFiles:
         directory: Path,
         topic_id: uuid.UUID,
         on_start_moved: Callable[[], None],
+        cache: BatchCache | None = None,
     ) -> None:
         self.tp = tp
+        self.cache = cache
         self.directory = directory
         self.topic_id = topic_id
         self._on_start_moved = on_start_moved
@@ -271,9 +331,20 @@ class PartitionFiles:
             raise
         seg.bases.append(batch.base_offset)
         seg.positions.append(seg.size)
-        seg.size += len(batch.data)
+        batch.stored_at(seg, seg.size)
+        seg.size += batch.size
         seg.last_offset = batch.last_offset
         self._unsynced = True
+        if self.cache is not None:
+            self.cache.admit(batch)
+
+    def stored(self, batches: Sequence[LogBatch]) -> None:
+        """``batches`` (read back by `recover`, in its order) are in these files."""
+        where = ((seg, pos) for seg in self.segments for pos in seg.positions)
+        for batch, (seg, pos) in zip(batches, where, strict=True):
+            batch.stored_at(seg, pos)
+            if self.cache is not None:
+                self.cache.admit(batch)
 
     def flush(self) -> None:
         if self._unsynced and self._fd is not None:
@@ -286,6 +357,7 @@ class PartitionFiles:
             seg = self.segments[-1]
             i = bisect.bisect_left(seg.bases, base_offset)
             if i == 0:
+                seg.close()
                 seg.path.unlink(missing_ok=True)
                 self.segments.pop()
                 continue
@@ -322,6 +394,7 @@ class PartitionFiles:
         os.replace(cleaned, swap)
         _fsync_dir(self.directory)
         for i in old:
+            self.segments[i].close()
             self.segments[i].path.unlink(missing_ok=True)
         if data:
             os.replace(swap, self.directory / name)
@@ -333,15 +406,20 @@ class PartitionFiles:
         for b in batches:
             seg.bases.append(b.base_offset)
             seg.positions.append(pos)
-            pos += len(b.data)
+            b.stored_at(seg, pos)
+            pos += b.size
             seg.last_offset = b.last_offset
+            if self.cache is not None:
+                self.cache.admit(b)
         self.segments[old[0] : old[-1] + 1] = [seg] if seg.bases else []
 
     def advance_start(self, offset: int) -> None:
         self.log_start_offset = offset
         # Whole segments below the new start go; the last one stays open for appends.
         while len(self.segments) > 1 and self.segments[0].last_offset < offset:
-            self.segments.pop(0).path.unlink(missing_ok=True)
+            gone = self.segments.pop(0)
+            gone.close()
+            gone.path.unlink(missing_ok=True)
         self._on_start_moved()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -371,12 +449,16 @@ class PartitionFiles:
 
     def close(self) -> None:
         self._close_fd()
+        for seg in self.segments:
+            seg.close()
 
     def delete(self) -> None:
         """The replica is gone (topic deleted, replica moved away): remove its files."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        for seg in self.segments:
+            seg.close()
         self.segments.clear()
         shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -426,8 +508,15 @@ def log_batch(b: RecordBatch, data: bytes) -> LogBatch:
 class BrokerStorage:
     """The replicas of one broker under ``DIR/broker-<id>``."""
 
-    def __init__(self, root: Path, broker_id: int, metadata: ClusterMetadata) -> None:
+    def __init__(
+        self,
+        root: Path,
+        broker_id: int,
+        metadata: ClusterMetadata,
+        cache: BatchCache | None = None,
+    ) -> None:
         self.path = root / f"broker-{broker_id}"
+        self.cache = cache
         self.path.mkdir(parents=True, exist_ok=True)
         self.broker_id = broker_id
         self.metadata = metadata
@@ -454,6 +543,7 @@ class BrokerStorage:
             self.path / f"{topic}-{tp.partition}",
             partition.topic_id,
             self.checkpoint_soon,
+            self.cache,
         )
         log = partition.log
         batches = files.recover()
@@ -467,6 +557,7 @@ class BrokerStorage:
             b = RecordBatch(memoryview(data))
             log.append(log_batch(b, data), starts_segment)
             partition.track_producer_state(b, clock_ms)
+        files.stored(log.batches)
         start, hw, *dirty = self._checkpoints.get(repr(tp), (0, 0))
         if log.batches:
             start = max(start, first_base)
@@ -556,7 +647,7 @@ class _SavedAcls(AclStore):
 class ClusterStorage:
     """The log directory of a whole cluster: its metadata and each broker's replicas."""
 
-    def __init__(self, root: str | Path, brokers: int) -> None:
+    def __init__(self, root: str | Path, brokers: int, cache_bytes: int = CACHE_BYTES) -> None:
         self.root = Path(root)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -575,6 +666,7 @@ class ClusterStorage:
             ) from None
         self.brokers = brokers
         self.metadata: ClusterMetadata | None = None
+        self.cache = BatchCache(cache_bytes)
 
     @property
     def metadata_path(self) -> Path:
@@ -626,7 +718,7 @@ class ClusterStorage:
         write_atomically(self.metadata_path, data)
 
     def broker(self, broker_id: int, metadata: ClusterMetadata) -> BrokerStorage:
-        return BrokerStorage(self.root, broker_id, metadata)
+        return BrokerStorage(self.root, broker_id, metadata, self.cache)
 
     def close(self) -> None:
         """Let another process use the directory (the brokers closed their files)."""

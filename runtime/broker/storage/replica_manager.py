@@ -343,6 +343,7 @@ class ReplicaManager:
                 assert topic is not None
                 partition = self.partitions[tp] = Partition(tp, topic.topic_id, self.broker_id)
                 partition.log.roll_limits = self._roll_limits(tp.topic)
+                partition.log.flush_interval = self._flush_interval(tp.topic)
                 partition.min_isr = self._min_isr(tp.topic)
                 if self.storage is not None:
                     self.storage.open(partition, self.now())
@@ -356,6 +357,9 @@ class ReplicaManager:
 
     def _min_isr(self, topic: str) -> Callable[[], int]:
         return lambda: self.configs.topic_config(topic).min_insync_replicas
+
+    def _flush_interval(self, topic: str) -> Callable[[], int]:
+        return lambda: self.configs.topic_config(topic).flush_messages
 
     def _roll_limits(self, topic: str) -> Callable[[], tuple[int, int]]:
         def limits() -> tuple[int, int]:
@@ -458,11 +462,6 @@ class ReplicaManager:
             if acks == -1:
                 result.required_offset = appended.last_offset + 1
                 result.pending = True
-                try:
-                    partition.log.flush()  # durable before it is acknowledged
-                except OSError as e:
-                    result.error = _storage_error(tp, e)
-                    result.pending = False
             if not appended.duplicate:
                 partition.maybe_increment_hw()
                 progressed.append(tp)
@@ -494,7 +493,6 @@ class ReplicaManager:
                 appended = partition.append_marker(
                     pid, epoch, commit, coordinator_epoch, now_ms=now_ms, clock_ms=clock_ms
                 )
-                partition.log.flush()
             except KafkaError as e:
                 result.error = e
                 continue
@@ -648,7 +646,7 @@ class ReplicaManager:
         read_committed = params.isolation_level == READ_COMMITTED and not params.from_follower
         upper = partition.upper_bound(params.from_follower, read_committed)
         batches = log.read(info.fetch_offset, limit, upper, min_one)
-        result.size = sum(len(b.data) for b in batches)
+        result.size = sum(b.size for b in batches)
         if params.shared:
             result.batches = batches
         else:
@@ -698,12 +696,10 @@ class ReplicaManager:
                     break
                 too_old = cfg.retention_ms >= 0 and b.max_timestamp < now - cfg.retention_ms
                 # As Kafka: drop while the log stays at least retention.bytes without it.
-                too_big = cfg.retention_bytes >= 0 and (
-                    remaining - len(b.data) >= cfg.retention_bytes
-                )
+                too_big = cfg.retention_bytes >= 0 and (remaining - b.size >= cfg.retention_bytes)
                 if not (too_old or too_big):
                     break
-                remaining -= len(b.data)
+                remaining -= b.size
                 start = b.last_offset + 1
             if start > log.log_start_offset:
                 dropped += log.advance_start(start)
