@@ -25,9 +25,14 @@ from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafkagen.generated.share_update_key import ShareUpdateKey
 from kafkagen.generated.share_update_value import ShareUpdateValue
 from kafkagen.generated.update_features import UpdateFeaturesRequest
+from kafkagen.generated.write_share_group_state import (
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
+)
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.coordinator import record_format
+from kafkagen.runtime.broker.share.persister import ShareStatePersister
 from kafkagen.runtime.broker.share.share_coordinator import coordinator_key
 from kafkagen.runtime.broker.share.share_group_model import ShareGroup, ShareMember
 from kafkagen.runtime.broker.share.share_group_records import (
@@ -37,7 +42,12 @@ from kafkagen.runtime.broker.share.share_group_records import (
 )
 from kafkagen.runtime.broker.share.share_partition import AckType, SharePartition
 from kafkagen.runtime.client import connect
-from kafkagen.runtime.errors import ErrorCode, InvalidRecordStateError, InvalidRequestError
+from kafkagen.runtime.errors import (
+    ErrorCode,
+    InvalidRecordStateError,
+    InvalidRequestError,
+    KafkaError,
+)
 from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -741,3 +751,57 @@ def test_an_acknowledgement_the_share_coordinator_cannot_get_fails_and_changes_n
                 assert ack_errors(r) == [0]
 
         asyncio.run(go())
+
+
+class _Channel:
+    """A share-state channel answering each write with the next error code given."""
+
+    def __init__(self, codes: list[int]) -> None:
+        self.codes = codes
+        self.sent: list[int] = []
+
+    def share_coordinator_node(self, sender: int, key: Any) -> int:
+        return len(self.sent) % 2  # found again before each send: it moves between two
+
+    def send_share_state(self, sender: int, node: int, request: Any, version: int) -> Any:
+        self.sent.append(node)
+        R = WriteShareGroupStateResponse
+        data = WriteShareGroupStateRequest.decode(request.encode(version), version)
+        (topic,) = data.topics
+        code = self.codes.pop(0)
+        return R(
+            results=[
+                R.WriteStateResult(
+                    topic_id=topic.topic_id,
+                    partitions=[R.PartitionResult(partition=0, error_code=code)],
+                )
+            ]
+        )
+
+    def share_state_keys(self, group_id: str) -> list[Any]:
+        return []
+
+
+def test_the_persister_retries_a_moving_coordinator_and_fails_on_other_errors() -> None:
+    """NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS: the coordinator is found again and
+    the write sent again, three times at most, then COORDINATOR_NOT_AVAILABLE; any other
+    error fails the write at once, as the leader answers it."""
+    topic_id = uuid.uuid4()
+    state = SharePartition(0, 5, 10).snapshot()
+
+    def write(codes: list[int]) -> tuple[int | None, list[int]]:
+        channel = _Channel(codes)
+        try:
+            ShareStatePersister(0, channel).write("g", topic_id, 0, state, [(0, 0, 2, 1)])
+        except KafkaError as e:
+            return e.code, channel.sent
+        return None, channel.sent
+
+    moved = [ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]
+    assert write([*moved, 0]) == (None, [0, 1, 0])
+    assert write([*moved, ErrorCode.NOT_COORDINATOR]) == (
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        [0, 1, 0],
+    )
+    assert write([ErrorCode.FENCED_STATE_EPOCH]) == (ErrorCode.FENCED_STATE_EPOCH, [0])
+    assert write([ErrorCode.FENCED_LEADER_EPOCH]) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, [0])

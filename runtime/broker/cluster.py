@@ -445,7 +445,12 @@ class Cluster:
             "127.0.0.1",
             _Collect(answers),
         )
-        dispatch(handler, ctx, received)
+        try:
+            dispatch(handler, ctx, received)
+        except Exception:
+            # As a broker's handler failing: logged, and the sender gets no answer.
+            _log.exception("broker %d: share state request from broker %d failed", node, sender)
+            return None
         if not answers:
             return None  # no answer (a handler that waits): as a request timing out
         response_type = builtin_codecs.message_type(api_key, "response")
