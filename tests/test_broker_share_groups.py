@@ -667,8 +667,9 @@ def test_a_leader_writes_only_the_records_that_changed(cluster: BackgroundCluste
 
 def test_an_acknowledgement_the_share_coordinator_cannot_get_fails_and_changes_nothing() -> None:
     """The leader of a partition cut off from the broker coordinating its share state
-    answers an acknowledgement COORDINATOR_NOT_AVAILABLE and keeps the records as they
-    were (still acquired by the member); after the heal the acknowledgement succeeds."""
+    answers an acknowledgement UNKNOWN_SERVER_ERROR, as Kafka 4.4's leader does once its
+    persister gives up on the lost connection, and keeps the records as they were (still
+    acquired by the member); after the heal the acknowledgement succeeds."""
     configs = {
         "group.share.record.lock.duration.ms": "60000",
         "offsets.topic.replication.factor": "1",
@@ -744,7 +745,7 @@ def test_an_acknowledgement_the_share_coordinator_cannot_get_fails_and_changes_n
 
                 bg.call(lambda: faults.cut([1]))
                 r = await m.fetch(acks=[(0, 0, AckType.ACCEPT)])
-                assert ack_errors(r) == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
+                assert ack_errors(r) == [ErrorCode.UNKNOWN_SERVER_ERROR]
                 bg.call(faults.heal)
                 # Still acquired by the member: it accepts them now.
                 r = await m.fetch(acks=[(0, 2, AckType.ACCEPT)])
@@ -784,8 +785,8 @@ class _Channel:
 
 def test_the_persister_retries_a_moving_coordinator_and_fails_on_other_errors() -> None:
     """NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS: the coordinator is found again and
-    the write sent again, three times at most, then COORDINATOR_NOT_AVAILABLE; any other
-    error fails the write at once, as the leader answers it."""
+    the write sent again, five times at most, then COORDINATOR_NOT_AVAILABLE; any other
+    error fails the write at once, as Kafka 4.4's leader answers it."""
     topic_id = uuid.uuid4()
     state = SharePartition(0, 5, 10).snapshot()
 
@@ -799,9 +800,10 @@ def test_the_persister_retries_a_moving_coordinator_and_fails_on_other_errors() 
 
     moved = [ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]
     assert write([*moved, 0]) == (None, [0, 1, 0])
-    assert write([*moved, ErrorCode.NOT_COORDINATOR]) == (
+    assert write([*moved, *moved, ErrorCode.NOT_COORDINATOR]) == (
         ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        [0, 1, 0],
+        [0, 1, 0, 1, 0],
     )
-    assert write([ErrorCode.FENCED_STATE_EPOCH]) == (ErrorCode.FENCED_STATE_EPOCH, [0])
+    assert write([ErrorCode.FENCED_STATE_EPOCH]) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, [0])
     assert write([ErrorCode.FENCED_LEADER_EPOCH]) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, [0])
+    assert write([ErrorCode.INVALID_REQUEST]) == (ErrorCode.UNKNOWN_SERVER_ERROR, [0])

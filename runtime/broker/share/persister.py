@@ -7,10 +7,11 @@ DeleteShareGroupState, ReadShareGroupStateSummary) to the broker coordinating th
 partition (`ShareCoordinator`), whose state is kept in ``__share_group_state``. The
 requests and their answers are encoded and decoded at the versions Kafka 4.4's brokers
 send, and take the brokers' inter-broker path (`ShareStateChannel`): a broker cut off
-from the coordinator's gets no answer. NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and
-COORDINATOR_LOAD_IN_PROGRESS (or no answer) make the persister find the coordinator
-again and retry, at most `FIND_COORDINATOR_ATTEMPTS` times; the last error is then the
-operation's.
+from the coordinator's gets no answer (NETWORK_EXCEPTION, as a lost connection). As in
+Kafka 4.4's persister, that, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+COORDINATOR_LOAD_IN_PROGRESS and UNKNOWN_TOPIC_OR_PARTITION make the persister find the
+coordinator again and retry, `FIND_COORDINATOR_ATTEMPTS` times in all; the last error is
+then the operation's. Any other error fails it at once.
 
 The persister speaks the leaders' terms (`PartitionState`: a start, an end and each
 in-flight record's state and delivery count) and the coordinator Kafka's (batches of
@@ -38,8 +39,8 @@ from kafkagen.generated.write_share_group_state import WriteShareGroupStateReque
 from kafkagen.runtime.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
-    InvalidRequestError,
     KafkaError,
+    NetworkExceptionError,
     NotLeaderOrFollowerError,
     UnknownServerError,
     error_for_code,
@@ -53,8 +54,8 @@ __all__ = ["FIND_COORDINATOR_ATTEMPTS", "ShareStateChannel", "ShareStatePersiste
 
 _log = logging.getLogger("kafkagen.broker")
 
-#: How many times an operation finds the share coordinator and sends to it.
-FIND_COORDINATOR_ATTEMPTS = 3
+#: How many times an operation finds the share coordinator and sends to it (Kafka's 5).
+FIND_COORDINATOR_ATTEMPTS = 5
 
 #: The versions Kafka 4.4's persister sends (the highest each coordinator serves).
 INITIALIZE_VERSION = 0
@@ -64,6 +65,14 @@ DELETE_VERSION = 0
 SUMMARY_VERSION = 1
 
 _RETRIABLE = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+)
+_COORDINATOR_GONE = frozenset(
     {
         ErrorCode.NOT_COORDINATOR,
         ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -93,18 +102,18 @@ class ShareStateChannel(Protocol):
 
 
 def leader_error(e: KafkaError) -> KafkaError:
-    """A persister's error as a share partition's leader answers it (Kafka's
-    SharePartition): the coordinator's absence is COORDINATOR_NOT_AVAILABLE, an older
-    leader epoch NOT_LEADER_OR_FOLLOWER, an unknown group or partition INVALID_REQUEST."""
+    """A persister's error as a share partition's leader answers it, as Kafka 4.4's
+    SharePartition maps them: a coordinator gone (NOT_COORDINATOR and the like) is
+    COORDINATOR_NOT_AVAILABLE, a fenced leader or state epoch NOT_LEADER_OR_FOLLOWER,
+    GROUP_ID_NOT_FOUND and UNKNOWN_TOPIC_OR_PARTITION themselves, anything else (a
+    coordinator out of reach: NETWORK_EXCEPTION) UNKNOWN_SERVER_ERROR."""
     code = e.code
-    if code in _RETRIABLE:
+    if code in _COORDINATOR_GONE:
         return CoordinatorNotAvailableError(e.message)
     if code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-        return InvalidRequestError(e.message)
-    if code == ErrorCode.FENCED_LEADER_EPOCH:
-        return NotLeaderOrFollowerError(e.message)
-    if code in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.INVALID_REQUEST):
         return e
+    if code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH):
+        return NotLeaderOrFollowerError(e.message)
     return UnknownServerError(e.message)
 
 
@@ -130,8 +139,8 @@ class ShareStatePersister:
 
     def _result(self, key: Key, request: Message, version: int) -> Any:
         """The coordinator's result for ``key``'s partition; raises the error of the last
-        attempt when no coordinator answered it (NOT_COORDINATOR and the like, or
-        COORDINATOR_NOT_AVAILABLE when none could be reached)."""
+        attempt when every attempt met a retriable one (NOT_COORDINATOR and the like,
+        NETWORK_EXCEPTION when the coordinator could not be reached)."""
         error: KafkaError = CoordinatorNotAvailableError("no share coordinator is available")
         for _ in range(FIND_COORDINATOR_ATTEMPTS):
             node = self._channel.share_coordinator_node(self.node_id, key)
@@ -139,7 +148,7 @@ class ShareStatePersister:
                 continue
             response = self._channel.send_share_state(self.node_id, node, request, version)
             if response is None:
-                error = CoordinatorNotAvailableError(f"share coordinator {node} is not reachable")
+                error = NetworkExceptionError(f"share coordinator {node} is not reachable")
                 continue
             result = _partition_result(response, key)
             if result.error_code in _RETRIABLE:

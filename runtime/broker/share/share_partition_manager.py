@@ -12,9 +12,10 @@ A partition's share state is read from the persister the first time this broker 
 it for a group (a new one starts at the high watermark: ``share.auto.offset.reset``
 latest, the default), and every change is written back, only the records that changed
 with the start offset, so a new leader resumes it. As on Kafka, an acknowledgement whose
-write fails (the share coordinator out of reach: COORDINATOR_NOT_AVAILABLE) is undone and
-answered with that error; the changes of an acquisition, a lock running out or a session
-closing stay in memory and go with the next write that succeeds.
+write fails is undone and answered with the error Kafka's leader answers (the share
+coordinator out of reach: UNKNOWN_SERVER_ERROR; one that moved: COORDINATOR_NOT_AVAILABLE);
+the changes of an acquisition, a lock running out or a session closing stay in memory and
+go with the next write that succeeds.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kafkagen.runtime.errors import (
-    FencedStateEpochError,
     InvalidRecordStateError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
     KafkaError,
+    NotLeaderOrFollowerError,
     ShareSessionLimitReachedError,
     ShareSessionNotFoundError,
     UnknownTopicIdError,
@@ -406,8 +407,11 @@ class SharePartitionManager:
             self.persister.write(group_id, k[0], k[1], state, sp.changes())
         except KafkaError as e:
             _log.debug("share state of %s %s not written: %s", group_id, k, e)
-            if isinstance(e, FencedStateEpochError) and self._partitions.get((group_id, k)) is sp:
-                del self._partitions[(group_id, k)]  # reset meanwhile: read it again
+            if (
+                isinstance(e, NotLeaderOrFollowerError)
+                and self._partitions.get((group_id, k)) is sp
+            ):
+                del self._partitions[(group_id, k)]  # fenced: read the state again
             return e
         sp.written()
         return None
