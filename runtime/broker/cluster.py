@@ -3,8 +3,9 @@
 This is the one module that wires brokers and components together. `Broker` builds one
 broker's replica manager, follower fetcher, coordinators and listener, handing each only
 what it uses; `Cluster` is how a component reaches another broker (a leader's replica
-manager, a transaction coordinator, the leaders that take transaction markers), and
-answers only for brokers that are serving.
+manager, a transaction coordinator, the leaders that take transaction markers, the share
+coordinator a broker's persister sends its share-group state requests to), and answers
+only for brokers that are serving.
 
 Broker ``i`` listens on ``port + i`` (or an ephemeral port when ``port`` is 0). All
 brokers share one `ClusterMetadata`, the controller's image, and one event loop. With a
@@ -81,7 +82,8 @@ class Broker(MetadataListener):
     """A broker of the cluster; every broker of a process shares one `ClusterMetadata`.
 
     ``cluster`` supplies the metadata and the log directory, and is how the broker's
-    components reach other brokers (as their `LeaderLookup`, `MarkerWriter` and `Peers`);
+    components reach other brokers (as their `LeaderLookup`, `MarkerWriter`, `Peers` and
+    `ShareStateChannel`);
     the broker keeps no reference to it.
     """
 
