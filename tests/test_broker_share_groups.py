@@ -669,7 +669,8 @@ def test_an_acknowledgement_the_share_coordinator_cannot_get_fails_and_changes_n
     """The leader of a partition cut off from the broker coordinating its share state
     answers an acknowledgement UNKNOWN_SERVER_ERROR, as Kafka 4.4's leader does once its
     persister gives up on the lost connection, and keeps the records as they were (still
-    acquired by the member); after the heal the acknowledgement succeeds."""
+    acquired by the member); a fetch of a partition whose state it cannot read answers
+    that error for the partition. After the heal both work."""
     configs = {
         "group.share.record.lock.duration.ms": "60000",
         "offsets.topic.replication.factor": "1",
@@ -705,51 +706,62 @@ def test_an_acknowledgement_the_share_coordinator_cannot_get_fails_and_changes_n
                 topic_id = created.topics[0].topic_id
                 await client.find_coordinators(["any"])  # creates __consumer_offsets
 
-                def pick() -> str:
-                    # A group whose coordinator is broker 0 and whose share partition's
+                def pick() -> list[str]:
+                    # Groups whose coordinator is broker 0 and whose share partition's
                     # state broker 1 coordinates.
-                    assert bg.cluster is not None
+                    fit = []
                     for i in range(500):
                         g = f"cut-{i}"
                         on_0 = b0.group_coordinator.log.coordinator_for(g) == 0
                         share_key = coordinator_key((g, topic_id, 0))
                         if on_0 and b0.share_coordinator.log.coordinator_for(share_key) == 1:
-                            return g
-                    raise AssertionError("no group fits")
+                            fit.append(g)
+                    return fit[:2]
 
-                group = bg.call(pick)
+                group, other = bg.call(pick)
+
+                async def produce(count: int) -> None:
+                    P = ProduceRequest
+                    records = build_batch([Record(key=b"k", value=b"v")] * count)
+                    data = P.PartitionProduceData(index=0, records=records)
+                    produced = await client.request(
+                        P(
+                            acks=-1,
+                            timeout_ms=10000,
+                            topic_data=[
+                                P.TopicProduceData(
+                                    name=topic, topic_id=topic_id, partition_data=[data]
+                                )
+                            ],
+                        )
+                    )
+                    assert produced.responses[0].partition_responses[0].error_code == 0
+
                 m = Member(client, topic_id, "m-cut-000000000000001", group)
                 await m.join(topic)
                 await m.fetch()
-                P = ProduceRequest
-                produced = await client.request(
-                    P(
-                        acks=-1,
-                        timeout_ms=10000,
-                        topic_data=[
-                            P.TopicProduceData(
-                                name=topic,
-                                topic_id=topic_id,
-                                partition_data=[
-                                    P.PartitionProduceData(
-                                        index=0,
-                                        records=build_batch([Record(key=b"k", value=b"v")] * 3),
-                                    )
-                                ],
-                            )
-                        ],
-                    )
-                )
-                assert produced.responses[0].partition_responses[0].error_code == 0
+                # The other group's member joins (its partition gets its state) but has
+                # not fetched: its leader has not read the state yet.
+                late = Member(client, topic_id, "m-late-00000000000001", other)
+                await late.join(topic)
+                await produce(3)
                 assert acquired(await m.fetch(wait_ms=2000)) == [(0, 2, 1)]
 
                 bg.call(lambda: faults.cut([1]))
                 r = await m.fetch(acks=[(0, 0, AckType.ACCEPT)])
                 assert ack_errors(r) == [ErrorCode.UNKNOWN_SERVER_ERROR]
+                r = await late.fetch()
+                assert [p.error_code for t in r.responses for p in t.partitions] == [
+                    ErrorCode.UNKNOWN_SERVER_ERROR
+                ]
                 bg.call(faults.heal)
                 # Still acquired by the member: it accepts them now.
                 r = await m.fetch(acks=[(0, 2, AckType.ACCEPT)])
                 assert ack_errors(r) == [0]
+                # The other group's partition starts at the latest offset once read.
+                assert acquired(await late.fetch()) == []
+                await produce(1)
+                assert acquired(await late.fetch(wait_ms=2000)) == [(3, 3, 1)]
 
         asyncio.run(go())
 
