@@ -22,9 +22,18 @@ from kafkagen.generated.produce import ProduceRequest
 from kafkagen.generated.share_fetch import ShareFetchRequest
 from kafkagen.generated.share_group_describe import ShareGroupDescribeRequest
 from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
+from kafkagen.generated.share_update_key import ShareUpdateKey
+from kafkagen.generated.share_update_value import ShareUpdateValue
 from kafkagen.generated.update_features import UpdateFeaturesRequest
+from kafkagen.generated.write_share_group_state import (
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
+)
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.coordinator import record_format
+from kafkagen.runtime.broker.share.persister import ShareStatePersister
+from kafkagen.runtime.broker.share.share_coordinator import coordinator_key
 from kafkagen.runtime.broker.share.share_group_model import ShareGroup, ShareMember
 from kafkagen.runtime.broker.share.share_group_records import (
     decode_group,
@@ -33,7 +42,12 @@ from kafkagen.runtime.broker.share.share_group_records import (
 )
 from kafkagen.runtime.broker.share.share_partition import AckType, SharePartition
 from kafkagen.runtime.client import connect
-from kafkagen.runtime.errors import ErrorCode, InvalidRecordStateError, InvalidRequestError
+from kafkagen.runtime.errors import (
+    ErrorCode,
+    InvalidRecordStateError,
+    InvalidRequestError,
+    KafkaError,
+)
 from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -562,3 +576,246 @@ def test_kafkas_group_coordinator_classes_read_the_share_records_as_written() ->
     back = decode_group("g1", replayed)
     assert (back.group_epoch, back.assignment_epoch, back.initialized) == (4, 4, {topic: [0, 2]})
     assert back.members["m1"] == group.members["m1"]
+
+
+# -- the leaders' writes to the share coordinator -----------------------------------------
+
+
+def _state_updates(cluster: BackgroundCluster, key: tuple[str, uuid.UUID, int]) -> list[Any]:
+    """The ShareUpdate values of ``key`` in ``__share_group_state``, in log order."""
+
+    def read() -> list[Any]:
+        assert cluster.cluster is not None
+        out = []
+        for b in cluster.cluster.brokers:
+            coordinator = b.share_coordinator
+            tp = TopicPartition("__share_group_state", coordinator.partition_of(key))
+            partition = b.replica_manager.partitions.get(tp)
+            if partition is None or partition.leader_id != b.node_id:
+                continue
+            for stored in partition.log.batches:
+                for batch in iter_batches(stored.data, verify_crc=False):
+                    for r in batch:
+                        k = record_format.decode_key(bytes(r.key), {1: ShareUpdateKey})
+                        if (
+                            isinstance(k, ShareUpdateKey)
+                            and (
+                                k.group_id,
+                                k.topic_id,
+                                k.partition,
+                            )
+                            == key
+                        ):
+                            out.append(record_format.decode_value(ShareUpdateValue, bytes(r.value)))
+        return out
+
+    return list(cluster.call(read))
+
+
+def _batches(value: Any) -> list[tuple[int, int, int, int]]:
+    return [
+        (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+        for b in value.state_batches
+    ]
+
+
+def test_a_leader_writes_only_the_records_that_changed(cluster: BackgroundCluster) -> None:
+    """Each acknowledgement's ShareUpdate record holds the records it changed, not the
+    whole in-flight window; the coordinator lays them over the state it keeps."""
+    group = f"delta-{uuid.uuid4().hex[:8]}"
+    seen: dict[str, Any] = {}
+
+    async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
+        m = Member(client, topic_id, f"m-{uuid.uuid4().hex[:8]}", group)
+        await m.join(topic)
+        await m.fetch()  # the group starts at the latest offset
+        await produce(10)
+        assert acquired(await m.fetch(wait_ms=2000)) == [(0, 9, 1)]
+        assert ack_errors(await m.fetch(acks=[(2, 2, AckType.ACCEPT)])) == [0]
+        assert ack_errors(await m.fetch(acks=[(6, 6, AckType.REJECT)])) == [0]
+        seen["topic_id"] = topic_id
+
+    run(cluster, scenario)
+    key = (group, seen["topic_id"], 0)
+    deadline = time.monotonic() + 5
+    updates = _state_updates(cluster, key)
+    while len(updates) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        updates = _state_updates(cluster, key)
+    *_, acquisition, accepted, rejected = updates
+    assert _batches(acquisition) == [(0, 9, 0, 1)]  # acquired: kept as available, counted
+    assert _batches(accepted) == [(2, 2, 2, 1)] and accepted.start_offset == 0
+    assert _batches(rejected) == [(6, 6, 4, 1)] and rejected.start_offset == 0
+
+    def kept() -> list[tuple[int, int, int, int]]:
+        assert cluster.cluster is not None
+        (state,) = [
+            b.share_coordinator.states[key]
+            for b in cluster.cluster.brokers
+            if key in b.share_coordinator.states
+        ]
+        return list(state.batches)
+
+    assert cluster.call(kept) == [
+        (0, 1, 0, 1),
+        (2, 2, 2, 1),
+        (3, 5, 0, 1),
+        (6, 6, 4, 1),
+        (7, 9, 0, 1),
+    ]
+
+
+def test_an_acknowledgement_the_share_coordinator_cannot_get_fails_and_changes_nothing() -> None:
+    """The leader of a partition cut off from the broker coordinating its share state
+    answers an acknowledgement UNKNOWN_SERVER_ERROR, as Kafka 4.4's leader does once its
+    persister gives up on the lost connection, and keeps the records as they were (still
+    acquired by the member); a fetch of a partition whose state it cannot read answers
+    that error for the partition. After the heal both work."""
+    configs = {
+        "group.share.record.lock.duration.ms": "60000",
+        "offsets.topic.replication.factor": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        # An odd count, so that a group's coordinator does not fix its share coordinator.
+        "share.coordinator.state.topic.num.partitions": "5",
+    }
+    topic = "cut-share"
+    with BackgroundCluster(brokers=2, configs=configs) as bg:
+        assert bg.cluster is not None
+        faults = bg.cluster.faults
+
+        async def go() -> None:
+            b0 = bg.cluster.brokers[0]  # type: ignore[union-attr]
+            async with await connect(b0.info.host, b0.info.port) as client:
+                C = CreateTopicsRequest
+                created = await client.request(
+                    C(
+                        topics=[
+                            C.CreatableTopic(
+                                name=topic,
+                                num_partitions=-1,
+                                replication_factor=-1,
+                                assignments=[
+                                    C.CreatableReplicaAssignment(partition_index=0, broker_ids=[0])
+                                ],
+                            )
+                        ],
+                        timeout_ms=10000,
+                    )
+                )
+                assert created.topics[0].error_code == 0
+                topic_id = created.topics[0].topic_id
+                await client.find_coordinators(["any"])  # creates __consumer_offsets
+
+                def pick() -> list[str]:
+                    # Groups whose coordinator is broker 0 and whose share partition's
+                    # state broker 1 coordinates.
+                    fit = []
+                    for i in range(500):
+                        g = f"cut-{i}"
+                        on_0 = b0.group_coordinator.log.coordinator_for(g) == 0
+                        share_key = coordinator_key((g, topic_id, 0))
+                        if on_0 and b0.share_coordinator.log.coordinator_for(share_key) == 1:
+                            fit.append(g)
+                    return fit[:2]
+
+                group, other = bg.call(pick)
+
+                async def produce(count: int) -> None:
+                    P = ProduceRequest
+                    records = build_batch([Record(key=b"k", value=b"v")] * count)
+                    data = P.PartitionProduceData(index=0, records=records)
+                    produced = await client.request(
+                        P(
+                            acks=-1,
+                            timeout_ms=10000,
+                            topic_data=[
+                                P.TopicProduceData(
+                                    name=topic, topic_id=topic_id, partition_data=[data]
+                                )
+                            ],
+                        )
+                    )
+                    assert produced.responses[0].partition_responses[0].error_code == 0
+
+                m = Member(client, topic_id, "m-cut-000000000000001", group)
+                await m.join(topic)
+                await m.fetch()
+                # The other group's member joins (its partition gets its state) but has
+                # not fetched: its leader has not read the state yet.
+                late = Member(client, topic_id, "m-late-00000000000001", other)
+                await late.join(topic)
+                await produce(3)
+                assert acquired(await m.fetch(wait_ms=2000)) == [(0, 2, 1)]
+
+                bg.call(lambda: faults.cut([1]))
+                r = await m.fetch(acks=[(0, 0, AckType.ACCEPT)])
+                assert ack_errors(r) == [ErrorCode.UNKNOWN_SERVER_ERROR]
+                r = await late.fetch()
+                assert [p.error_code for t in r.responses for p in t.partitions] == [
+                    ErrorCode.UNKNOWN_SERVER_ERROR
+                ]
+                bg.call(faults.heal)
+                # Still acquired by the member: it accepts them now.
+                r = await m.fetch(acks=[(0, 2, AckType.ACCEPT)])
+                assert ack_errors(r) == [0]
+                # The other group's partition starts at the latest offset once read.
+                assert acquired(await late.fetch()) == []
+                await produce(1)
+                assert acquired(await late.fetch(wait_ms=2000)) == [(3, 3, 1)]
+
+        asyncio.run(go())
+
+
+class _Channel:
+    """A share-state channel answering each write with the next error code given."""
+
+    def __init__(self, codes: list[int]) -> None:
+        self.codes = codes
+        self.sent: list[int] = []
+
+    def share_coordinator_node(self, sender: int, key: Any) -> int:
+        return len(self.sent) % 2  # found again before each send: it moves between two
+
+    def send_share_state(self, sender: int, node: int, request: Any, version: int) -> Any:
+        self.sent.append(node)
+        R = WriteShareGroupStateResponse
+        data = WriteShareGroupStateRequest.decode(request.encode(version), version)
+        (topic,) = data.topics
+        code = self.codes.pop(0)
+        return R(
+            results=[
+                R.WriteStateResult(
+                    topic_id=topic.topic_id,
+                    partitions=[R.PartitionResult(partition=0, error_code=code)],
+                )
+            ]
+        )
+
+    def share_state_keys(self, group_id: str) -> list[Any]:
+        return []
+
+
+def test_the_persister_retries_a_moving_coordinator_and_fails_on_other_errors() -> None:
+    """NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS: the coordinator is found again and
+    the write sent again, five times at most, then COORDINATOR_NOT_AVAILABLE; any other
+    error fails the write at once, as Kafka 4.4's leader answers it."""
+    topic_id = uuid.uuid4()
+    state = SharePartition(0, 5, 10).snapshot()
+
+    def write(codes: list[int]) -> tuple[int | None, list[int]]:
+        channel = _Channel(codes)
+        try:
+            ShareStatePersister(0, channel).write("g", topic_id, 0, state, [(0, 0, 2, 1)])
+        except KafkaError as e:
+            return e.code, channel.sent
+        return None, channel.sent
+
+    moved = [ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]
+    assert write([*moved, 0]) == (None, [0, 1, 0])
+    assert write([*moved, *moved, ErrorCode.NOT_COORDINATOR]) == (
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        [0, 1, 0, 1, 0],
+    )
+    assert write([ErrorCode.FENCED_STATE_EPOCH]) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, [0])
+    assert write([ErrorCode.FENCED_LEADER_EPOCH]) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, [0])
+    assert write([ErrorCode.INVALID_REQUEST]) == (ErrorCode.UNKNOWN_SERVER_ERROR, [0])

@@ -3,8 +3,9 @@
 This is the one module that wires brokers and components together. `Broker` builds one
 broker's replica manager, follower fetcher, coordinators and listener, handing each only
 what it uses; `Cluster` is how a component reaches another broker (a leader's replica
-manager, a transaction coordinator, the leaders that take transaction markers), and
-answers only for brokers that are serving.
+manager, a transaction coordinator, the leaders that take transaction markers, the share
+coordinator a broker's persister sends its share-group state requests to), and answers
+only for brokers that are serving.
 
 Broker ``i`` listens on ``port + i`` (or an ephemeral port when ``port`` is 0). All
 brokers share one `ClusterMetadata`, the controller's image, and one event loop. With a
@@ -25,11 +26,21 @@ import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
+from kafkagen import generated as builtin_codecs
 from kafkagen.runtime.handlers import declare_handlers
+from kafkagen.runtime.message import Message
 from kafkagen.runtime.timer import AsyncioTimer, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .api import TELEMETRY_CONFIG, BrokerServices, Registry, ServedApis, describe_gaps, dispatch
+from .api import (
+    TELEMETRY_CONFIG,
+    BrokerServices,
+    Registry,
+    RequestContext,
+    ServedApis,
+    describe_gaps,
+    dispatch,
+)
 from .config.store import ConfigStore
 from .control.faults import Faults
 from .control.interceptor import Control
@@ -71,7 +82,8 @@ class Broker(MetadataListener):
     """A broker of the cluster; every broker of a process shares one `ClusterMetadata`.
 
     ``cluster`` supplies the metadata and the log directory, and is how the broker's
-    components reach other brokers (as their `LeaderLookup`, `MarkerWriter` and `Peers`);
+    components reach other brokers (as their `LeaderLookup`, `MarkerWriter`, `Peers` and
+    `ShareStateChannel`);
     the broker keeps no reference to it.
     """
 
@@ -107,8 +119,10 @@ class Broker(MetadataListener):
         )
         self.fetcher = ReplicaFetcher(rm, cluster)
         self.share_coordinator = ShareCoordinator(node_id, self.configs, md, rm)
+        #: This broker's client of the share coordinators (over the inter-broker path).
+        self.share_state = ShareStatePersister(node_id, cluster, cluster.share_state_resets)
         share_partitions = SharePartitionManager(
-            node_id, self.configs, md, rm, cluster.share_state, timer_factory
+            node_id, self.configs, md, rm, self.share_state, timer_factory
         )
         self.services = BrokerServices(
             node_id,
@@ -122,7 +136,7 @@ class Broker(MetadataListener):
             cluster.authorizer,
             cluster.credentials,
             share_groups=ShareGroupManager(
-                node_id, self.configs, md, self.group_coordinator.log, cluster.share_state
+                node_id, self.configs, md, self.group_coordinator.log, self.share_state
             ),
             share_partitions=share_partitions,
             share_coordinator=self.share_coordinator,
@@ -318,10 +332,9 @@ class Cluster:
             _check_loopback(lst.host)
         scram = [m for m in enabled_mechanisms(self.configs) if m in SCRAM_MECHANISMS]
         self.credentials = Credentials()
-        #: The state of share partitions, which every broker's share groups resume from.
-        self.share_state = ShareStatePersister(
-            self._share_coordinator_for, self._share_coordinators
-        )
+        #: Called when a share partition's state is reset or deleted: every broker's
+        #: share partitions drop what they hold of it.
+        self.share_state_resets: list[Callable[[str, uuid.UUID, int], None]] = []
         for name, password in (users or {}).items():
             self.credentials.add_user(name, password, scram)
         self.authorizer = Authorizer(self.configs, lambda: self.metadata.acls)
@@ -404,16 +417,49 @@ class Cluster:
 
     # -- how components reach other brokers (replica_fetcher, api, transaction_coordinator)
 
-    def _share_coordinators(self) -> list[ShareCoordinator]:
-        return [b.share_coordinator for b in self.brokers if b.running]
+    # The share-state channel (`ShareStateChannel`): each broker's persister sends the
+    # share-group state requests to the share coordinator's broker, encoded and decoded as
+    # on the wire, and cut as the brokers' other traffic is.
 
-    def _share_coordinator_for(self, key: tuple[str, uuid.UUID, int]) -> ShareCoordinator | None:
-        serving = self._share_coordinators()
-        if not serving:
-            return None
-        node = serving[0].log.coordinator_for(coordinator_key(key))
+    def share_coordinator_node(self, sender: int, key: tuple[str, uuid.UUID, int]) -> int:
+        b = self._serving(sender)
+        if b is None:
+            return -1
+        return b.share_coordinator.log.coordinator_for(coordinator_key(key))
+
+    def send_share_state(
+        self, sender: int, node: int, request: Message, version: int
+    ) -> Message | None:
         b = self._serving(node)
-        return None if b is None else b.share_coordinator
+        if b is None or not self.faults.reaches(sender, node):
+            return None
+        api_key = request.API_KEY
+        assert api_key is not None
+        handler = self.registry.handlers[api_key]
+        received = handler.request_type.decode(request.encode(version), version)
+        answers: list[Message] = []
+        ctx = _InterBrokerContext(
+            b.services,
+            api_key,
+            version,
+            0,
+            f"broker-{sender}",
+            "127.0.0.1",
+            _Collect(answers),
+        )
+        try:
+            dispatch(handler, ctx, received)
+        except Exception:
+            # As a broker's handler failing: logged, and the sender gets no answer.
+            _log.exception("broker %d: share state request from broker %d failed", node, sender)
+            return None
+        if not answers:
+            return None  # no answer (a handler that waits): as a request timing out
+        response_type = builtin_codecs.message_type(api_key, "response")
+        return response_type.decode(answers[0].encode(version), version)
+
+    def share_state_keys(self, group_id: str) -> list[tuple[str, uuid.UUID, int]]:
+        return [k for b in self.brokers if b.running for k in b.share_coordinator.keys_of(group_id)]
 
     def replica_manager_of(self, node_id: int) -> ReplicaManager | None:
         b = self._serving(node_id)
@@ -480,6 +526,35 @@ class Cluster:
         if self.storage is not None:
             self.storage.close()
         self._started = False
+
+
+class _Collect:
+    """The responder of a request one broker sends another: keeps the answer."""
+
+    def __init__(self, answers: list[Message]) -> None:
+        self._answers = answers
+
+    def send(self, response: Message, version: int) -> None:
+        self._answers.append(response)
+
+    def send_nothing(self) -> None:
+        pass
+
+    def close(self, reason: str) -> None:
+        _log.warning("an inter-broker request was refused: %s", reason)
+
+    def gone(self) -> bool:
+        return False
+
+
+class _InterBrokerContext(RequestContext):
+    """A request from another broker of the cluster: the brokers trust each other, as a
+    Kafka cluster's inter-broker principal is given CLUSTER_ACTION."""
+
+    __slots__ = ()
+
+    def allowed(self, operation: int, resource_type: int, name: str) -> bool:
+        return True
 
 
 def _skewed(time_ms: Callable[[], int] | None, faults: Faults, node_id: int) -> Callable[[], int]:

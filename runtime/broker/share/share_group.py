@@ -174,9 +174,18 @@ class ShareGroupManager:
             if info is None:
                 out.append((name, None, [(p, None) for p in partitions]))
                 continue
-            states = [(p, self.persister.read(group_id, info.topic_id, p)) for p in partitions]
+            states = [(p, self._summary(group_id, info.topic_id, p)) for p in partitions]
             out.append((name, info.topic_id, states))
         return out
+
+    def _summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> PartitionState | None:
+        """The partition's start and records done, None when it has no state or its
+        coordinator does not answer."""
+        try:
+            state = self.persister.summary(group_id, topic_id, partition)
+        except KafkaError:
+            return None
+        return None if state.start_offset < 0 else state
 
     def alter_offsets(
         self, group_id: str, topics: list[tuple[str, list[tuple[int, int]]]]
@@ -305,10 +314,13 @@ class ShareGroupManager:
             # its leader picks the start on first use.
             for topic_id, partitions in assignment.items():
                 for p in partitions:
-                    if self.persister.read(group.group_id, topic_id, p) is None:
-                        self.persister.write(
-                            group.group_id, topic_id, p, PartitionState(-1, -1, {})
-                        )
+                    if p in group.initialized.get(topic_id, ()):
+                        continue
+                    try:
+                        self.persister.create(group.group_id, topic_id, p)
+                    except KafkaError as e:
+                        # Its leader initialises it on first use instead.
+                        _log.warning("share state of %s not initialised: %s", group.group_id, e)
                     _mark_initialized(group, topic_id, p)
 
     # -- the group's records ------------------------------------------------------------

@@ -10,10 +10,15 @@ case it is archived. The start moves past records once they are done.
 
 Locks are timed by the caller: `acquire` returns each acquired record's lock token, and
 `expire(token)` releases what still holds it.
+
+The partition remembers which records changed since its state was last written
+(`changes`), so that a write carries only those, as Kafka's leaders write; `save` and
+`roll_back` undo an acknowledgement whose write failed.
 """
 
 from __future__ import annotations
 
+import copy
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -53,6 +58,10 @@ class _InFlight:
     lock: int = 0
 
 
+#: A partition's window as `SharePartition.save` keeps it.
+Saved = tuple[int, int, dict[int, "_InFlight"], set[int]]
+
+
 @dataclass(slots=True)
 class PartitionState:
     """What is kept durably of a share partition: its start and the in-flight records'
@@ -64,9 +73,15 @@ class PartitionState:
     records: dict[int, tuple[int, int]]
     #: The leader epoch of the leader that wrote it (0 when the coordinator did).
     leader_epoch: int = 0
+    #: The coordinator's state epoch, which a reset moves on.
+    state_epoch: int = 0
+    #: Records done past the start as the coordinator counted them (-1: count ``records``).
+    complete: int = -1
 
     def delivery_complete_count(self) -> int:
         """How many records past the start are done (acknowledged or archived)."""
+        if self.complete >= 0:
+            return self.complete
         return sum(1 for state, _ in self.records.values() if state in _DONE)
 
 
@@ -82,6 +97,10 @@ class SharePartition:
         self.max_in_flight = max_in_flight
         self._records: dict[int, _InFlight] = {}
         self._locks = 0
+        #: The coordinator's state epoch this partition's state was read at.
+        self.state_epoch = 0
+        #: Offsets whose persisted state or delivery count changed since the last write.
+        self._dirty: set[int] = set()
 
     @classmethod
     def restore(
@@ -89,6 +108,7 @@ class SharePartition:
     ) -> SharePartition:
         sp = cls(state.start_offset, delivery_limit, max_in_flight)
         sp.next_offset = state.end_offset
+        sp.state_epoch = state.state_epoch
         for offset, (record_state, count) in state.records.items():
             sp._records[offset] = _InFlight(RecordState(record_state), count)
         return sp
@@ -101,7 +121,38 @@ class SharePartition:
             )
             for offset, r in self._records.items()
         }
-        return PartitionState(self.start_offset, self.next_offset, records)
+        return PartitionState(
+            self.start_offset, self.next_offset, records, state_epoch=self.state_epoch
+        )
+
+    def changes(self) -> list[tuple[int, int, int, int]]:
+        """The records changed since `written` as state batches (first offset, last
+        offset, state, delivery count), consecutive offsets alike merged; those before the
+        start are left out (the start offset covers them)."""
+        out: list[tuple[int, int, int, int]] = []
+        for offset in sorted(o for o in self._dirty if o >= self.start_offset):
+            record = self._records.get(offset)
+            if record is None:
+                continue
+            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            count = record.delivery_count
+            if out and out[-1][1] == offset - 1 and out[-1][2:] == (state, count):
+                out[-1] = (out[-1][0], offset, int(state), count)
+            else:
+                out.append((offset, offset, int(state), count))
+        return out
+
+    def written(self) -> None:
+        """The changes were written: the next write carries only later ones."""
+        self._dirty.clear()
+
+    def save(self) -> Saved:
+        """What `roll_back` restores: the window as it is now."""
+        return (self.start_offset, self.next_offset, copy.deepcopy(self._records), set(self._dirty))
+
+    def roll_back(self, saved: Saved) -> None:
+        """Undo every change made since `save` returned ``saved``."""
+        self.start_offset, self.next_offset, self._records, self._dirty = saved
 
     @property
     def end_offset(self) -> int:
@@ -160,6 +211,7 @@ class SharePartition:
                 record.delivery_count += 1
                 record.member_id = member_id
                 record.lock = lock
+                self._dirty.add(offset)
                 acquired.append(offset)
                 used.add(i)
         if aborted:
@@ -189,6 +241,7 @@ class SharePartition:
             record = self._enter(offset)
             if record is not None and record.state is RecordState.AVAILABLE:
                 record.state = RecordState.ARCHIVED
+                self._dirty.add(offset)
 
     def acknowledge(
         self, member_id: str, first: int, last: int, types: list[int], renewed_lock: int
@@ -213,6 +266,8 @@ class SharePartition:
         for i, offset in enumerate(offsets):
             kind = kinds[0] if len(kinds) == 1 else kinds[i]
             record = self._records[offset]
+            if kind is not AckType.RENEW:  # a renewal changes no persisted state
+                self._dirty.add(offset)
             if kind is AckType.ACCEPT:
                 record.state = RecordState.ACKNOWLEDGED
             elif kind is AckType.RELEASE:
@@ -233,9 +288,10 @@ class SharePartition:
         """The lock ``lock`` ran out: its records still acquired are released. Returns
         whether any were."""
         released = False
-        for record in self._records.values():
+        for offset, record in self._records.items():
             if record.state is RecordState.ACQUIRED and record.lock == lock:
                 self._release(record)
+                self._dirty.add(offset)
                 released = True
         self._advance()
         return released
@@ -243,9 +299,10 @@ class SharePartition:
     def release_member(self, member_id: str) -> bool:
         """``member_id`` is gone: what it holds is released. Returns whether anything was."""
         released = False
-        for record in self._records.values():
+        for offset, record in self._records.items():
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 self._release(record)
+                self._dirty.add(offset)
                 released = True
         self._advance()
         return released

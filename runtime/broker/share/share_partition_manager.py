@@ -10,11 +10,17 @@ the records still acquired are released. With nothing to acquire, it waits up to
 
 A partition's share state is read from the persister the first time this broker serves
 it for a group (a new one starts at the high watermark: ``share.auto.offset.reset``
-latest, the default) and written back on every change, so a new leader resumes it.
+latest, the default), and every change is written back, only the records that changed
+with the start offset, so a new leader resumes it. As on Kafka, an acknowledgement whose
+write fails is undone and answered with the error Kafka's leader answers (the share
+coordinator out of reach: UNKNOWN_SERVER_ERROR; one that moved: COORDINATOR_NOT_AVAILABLE);
+the changes of an acquisition, a lock running out or a session closing stay in memory and
+go with the next write that succeeds.
 """
 
 from __future__ import annotations
 
+import logging
 import struct
 import uuid
 from collections.abc import Callable, Iterable
@@ -25,6 +31,7 @@ from kafkagen.runtime.errors import (
     InvalidRequestError,
     InvalidShareSessionEpochError,
     KafkaError,
+    NotLeaderOrFollowerError,
     ShareSessionLimitReachedError,
     ShareSessionNotFoundError,
     UnknownTopicIdError,
@@ -45,10 +52,12 @@ from ..storage.replica_manager import (
     FetchParams,
     ReplicaManager,
 )
-from .persister import ShareStatePersister
+from .persister import ShareStatePersister, leader_error
 from .share_partition import AckType, SharePartition
 
 __all__ = ["FINAL_EPOCH", "PartitionResult", "SharePartitionManager"]
+
+_log = logging.getLogger("kafkagen.broker")
 
 FINAL_EPOCH = -1
 _INT32_MAX = 2**31 - 1
@@ -353,12 +362,24 @@ class SharePartitionManager:
             return sp
         limit = int(self._group_cfg(group_id, "share.delivery.count.limit"))
         locks = int(self._group_cfg(group_id, "share.partition.max.record.locks"))
-        state = self.persister.read(group_id, *k)
-        if state is None or state.start_offset < 0:
-            sp = SharePartition(self._reset_offset(group_id, partition), limit, locks)
-            self._persist(group_id, k, sp)
-        else:
+        # Raises the persister's error (the coordinator out of reach), the partition's.
+        state = self.persister.read(group_id, *k, self._current_leader(k)[1])
+        if state is not None and state.start_offset >= 0:
             sp = SharePartition.restore(state, limit, locks)
+        else:
+            sp = SharePartition(self._reset_offset(group_id, partition), limit, locks)
+            if state is None:
+                # Not initialised by the group coordinator (a member fetching a partition
+                # it was not assigned): the leader gives it a state of its own.
+                try:
+                    self.persister.create(group_id, *k, sp.start_offset)
+                except KafkaError as e:
+                    raise leader_error(e) from None
+            else:
+                sp.state_epoch = state.state_epoch
+                error = self._persist(group_id, k, sp)
+                if error is not None:
+                    raise error
         self._partitions[(group_id, k)] = sp
         return sp
 
@@ -377,10 +398,23 @@ class SharePartitionManager:
         )
         return partition.high_watermark if found is None else found[0]
 
-    def _persist(self, group_id: str, k: Key, sp: SharePartition) -> None:
+    def _persist(self, group_id: str, k: Key, sp: SharePartition) -> KafkaError | None:
+        """Write the records that changed and the start offset; the error if the write
+        failed (the changes are then written with the next write)."""
         state = sp.snapshot()
         state.leader_epoch = self._current_leader(k)[1]
-        self.persister.write(group_id, k[0], k[1], state)
+        try:
+            self.persister.write(group_id, k[0], k[1], state, sp.changes())
+        except KafkaError as e:
+            _log.debug("share state of %s %s not written: %s", group_id, k, e)
+            if (
+                isinstance(e, NotLeaderOrFollowerError)
+                and self._partitions.get((group_id, k)) is sp
+            ):
+                del self._partitions[(group_id, k)]  # fenced: read the state again
+            return e
+        sp.written()
+        return None
 
     def _acquire_all(
         self,
@@ -404,7 +438,11 @@ class SharePartitionManager:
                 result.current_leader = self._current_leader(k)
                 continue
             result.current_leader = (partition.leader_id, partition.leader_epoch)
-            sp = self._share_partition(group_id, k, partition)
+            try:
+                sp = self._share_partition(group_id, k, partition)
+            except KafkaError as e:
+                result.error = e
+                continue
             if partition.log.log_start_offset > sp.start_offset:
                 sp.move_start(partition.log.log_start_offset)
                 self._persist(group_id, k, sp)
@@ -454,18 +492,25 @@ class SharePartitionManager:
                     f"group {group_id} does not renew locks (share.renew.acknowledge.enable)"
                 )
             sp = self._share_partition(group_id, k, partition)
+            saved = sp.save()
             renewal = sp.new_lock()
             renewed = False
+            refused: KafkaError | None = None
             try:
                 for first, last, types in batches:
                     renewed = sp.acknowledge(member_id, first, last, types, renewal) or renewed
-            finally:
-                self._persist(group_id, k, sp)
-                if renewed:
-                    self._lock(group_id, k, sp, renewal)
+            except KafkaError as e:
+                refused = e  # the batches before it stay applied
+            failed = self._persist(group_id, k, sp)
+            if failed is not None:
+                # As Kafka's leader: the records go back to their state before it.
+                sp.roll_back(saved)
+                return failed
+            if renewed:
+                self._lock(group_id, k, sp, renewal)
+            return refused
         except KafkaError as e:
             return e
-        return None
 
     def _lock(self, group_id: str, k: Key, sp: SharePartition, lock: int) -> None:
         op = _LockTimeout(self, (group_id, k), sp, lock, self.lock_duration_ms(group_id))
