@@ -513,3 +513,49 @@ def test_api_versions_v3_rejects_invalid_client_software_name(cluster: Backgroun
     with WireClient(cluster.bootstrap) as c:
         bad = ApiVersionsRequest(client_software_name="-bad name", client_software_version="1")
         assert c.call(18, 3, bad).error_code == 42
+
+
+@pytest.mark.slow
+def test_confluent_kafka_reads_several_mib_sent_from_the_stored_batches(
+    sent_parts: list[list[Any]],
+) -> None:
+    """librdkafka produces 64 values of 128 KiB (8 MiB) in batches of up to 1 MiB and reads
+    them back byte for byte, one batch a fetch (max.partition.fetch.bytes 1: the first
+    batch still comes whole); the fetch answers carried the stored batches themselves."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as Tp
+
+    rng = random.Random(3)
+    values = [rng.randbytes(128 << 10) for _ in range(64)]
+    with BackgroundCluster() as c:
+        assert c.cluster is not None
+        c.call(lambda: c.cluster.metadata.create_topic("mib", 1, 1))  # type: ignore[union-attr]
+        p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 20, "acks": "all"})
+        for i, v in enumerate(values):
+            p.produce("mib", value=v, key=str(i).encode(), partition=0)
+        assert p.flush(30) == 0
+        consumer = Consumer(
+            {
+                "bootstrap.servers": c.bootstrap,
+                "group.id": "mib",
+                "enable.auto.commit": False,
+                "max.partition.fetch.bytes": 1,
+            }
+        )
+        consumer.assign([Tp("mib", 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        try:
+            while len(got) < len(values) and time.monotonic() < deadline:
+                for m in consumer.consume(64, 0.5):
+                    assert m.error() is None, m.error()
+                    assert m.key() == str(len(got)).encode()
+                    got.append(m.value())
+        finally:
+            consumer.close()
+        assert got == values
+        log = c.cluster.brokers[0].replica_manager.partitions[TopicPartition("mib", 0)].log
+        stored = {id(b.data) for b in log.batches}
+        pieces = [p for parts in sent_parts for p in parts]
+        assert len(stored) > 1
+        assert stored == {id(p) for p in pieces if id(p) in stored}, "a batch was copied"
