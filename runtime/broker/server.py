@@ -6,7 +6,9 @@ a buffer of that size (no stream buffer to copy through). Each request gets a sl
 connection's queue as it arrives; handlers fill slots whenever their answer is ready (at
 once, or later from a purgatory callback), and responses leave strictly in request order,
 so clients may pipeline. A connection with ``queued.max.requests`` unanswered requests is
-not read until some are answered.
+not read until some are answered. Answers leave in gathering writes, unjoined; answers that
+carry stored batches (Fetch, FetchSnapshot, ShareFetch) are encoded in pieces
+(`Message.encode_parts`), so a large batch goes out from the log's own bytes.
 
 Anything malformed (short frame, bad header, body that does not decode, an API key or
 version not served) is logged and closes that connection only, as Kafka does; the one
