@@ -521,30 +521,26 @@ def test_confluent_kafka_reads_several_mib_sent_from_the_stored_batches(
 ) -> None:
     """librdkafka produces 64 values of 128 KiB (8 MiB) in batches of up to 1 MiB and reads
     them back byte for byte, one batch a fetch (max.partition.fetch.bytes 1: the first
-    batch still comes whole); the fetch answers carried the stored batches themselves."""
+    batch still comes whole), then several batches a fetch; the one-batch fetch answers
+    carried the stored batches themselves."""
     from confluent_kafka import Consumer, Producer
     from confluent_kafka import TopicPartition as Tp
 
     rng = random.Random(3)
     values = [rng.randbytes(128 << 10) for _ in range(64)]
-    with BackgroundCluster() as c:
-        assert c.cluster is not None
-        c.call(lambda: c.cluster.metadata.create_topic("mib", 1, 1))  # type: ignore[union-attr]
-        p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 20, "acks": "all"})
-        for i, v in enumerate(values):
-            p.produce("mib", value=v, key=str(i).encode(), partition=0)
-        assert p.flush(30) == 0
+
+    def consume(bootstrap: str, partition_max_bytes: int) -> list[bytes]:
         consumer = Consumer(
             {
-                "bootstrap.servers": c.bootstrap,
+                "bootstrap.servers": bootstrap,
                 "group.id": "mib",
                 "enable.auto.commit": False,
-                "max.partition.fetch.bytes": 1,
+                "max.partition.fetch.bytes": partition_max_bytes,
             }
         )
         consumer.assign([Tp("mib", 0, 0)])
         got: list[bytes] = []
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 20
         try:
             while len(got) < len(values) and time.monotonic() < deadline:
                 for m in consumer.consume(64, 0.5):
@@ -553,9 +549,20 @@ def test_confluent_kafka_reads_several_mib_sent_from_the_stored_batches(
                     got.append(m.value())
         finally:
             consumer.close()
-        assert got == values
+        return got
+
+    with BackgroundCluster() as c:
+        assert c.cluster is not None
+        c.call(lambda: c.cluster.metadata.create_topic("mib", 1, 1))  # type: ignore[union-attr]
+        p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 20, "acks": "all"})
+        for i, v in enumerate(values):
+            p.produce("mib", value=v, key=str(i).encode(), partition=0)
+        assert p.flush(30) == 0
+        assert consume(c.bootstrap, 1) == values
         log = c.cluster.brokers[0].replica_manager.partitions[TopicPartition("mib", 0)].log
         stored = {id(b.data) for b in log.batches}
         pieces = [p for parts in sent_parts for p in parts]
         assert len(stored) > 1
         assert stored == {id(p) for p in pieces if id(p) in stored}, "a batch was copied"
+        # Several batches a fetch: joined once by the replica manager, then sent unjoined.
+        assert consume(c.bootstrap, 8 << 20) == values
