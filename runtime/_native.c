@@ -936,9 +936,15 @@ typedef struct {
     unsigned char *p;
     Py_ssize_t len, cap;
     PyObject *grown; /* the bytes object p points into, once the stack buffer was outgrown */
+    /* encode_parts only: the pieces handed out so far (a large zero-copy bytes or records
+     * value goes in by reference, between the bytes written before and after it), the
+     * stack buffer to start again in, and the size from which a value is not copied. */
+    PyObject *parts;
+    unsigned char *stack;
+    Py_ssize_t stack_cap, parts_min;
 } Out;
 
-#define OUT_ON_STACK(buf) {(buf), 0, sizeof(buf), NULL}
+#define OUT_ON_STACK(buf) {(buf), 0, sizeof(buf), NULL, NULL, (buf), sizeof(buf), 0}
 #define OUT_FIRST_GROWTH 16384 /* a produced batch or two: few messages outgrow it */
 #define OUT_MOST_RESERVED (1 << 20) /* the most room taken ahead on a former size's word */
 
@@ -978,6 +984,24 @@ static PyObject *out_bytes(Out *o) {
 }
 
 static void out_release(Out *o) { Py_CLEAR(o->grown); }
+
+/* encode_parts: what was written so far becomes a piece (the grown bytes object itself, or
+ * a copy of the stack buffer), then ``v`` by reference; writing starts again on the stack. */
+static int out_pass(Out *o, PyObject *v) {
+    if (o->len > 0) {
+        PyObject *b = out_bytes(o);
+        if (b == NULL) return -1;
+        int r = PyList_Append(o->parts, b);
+        Py_DECREF(b);
+        if (r < 0) return -1;
+    } else {
+        out_release(o);
+    }
+    o->p = o->stack;
+    o->cap = o->stack_cap;
+    o->len = 0;
+    return PyList_Append(o->parts, v);
+}
 
 #define RESERVE(o, n) \
     if ((o)->len + (n) > (o)->cap && out_grow((o), (n)) < 0) return -1
@@ -1194,7 +1218,13 @@ static int enc_bytes(Out *o, PyObject *v, int compact, int nullable, Op *op) {
         return -1;
     }
     int r = (compact ? put_uvarint(o, (uint64_t)n + 1) : put_be(o, (uint64_t)n, 4));
-    if (r == 0) r = put(o, data, n);
+    if (r == 0) {
+        if (o->parts != NULL && op->view && n >= o->parts_min &&
+            (PyBytes_CheckExact(v) || PyMemoryView_Check(v)))
+            r = out_pass(o, v);
+        else
+            r = put(o, data, n);
+    }
     if (release) PyBuffer_Release(&view);
     return r;
 }
@@ -1524,6 +1554,52 @@ static PyObject *message_encode(PyObject *self, PyObject *const *args, Py_ssize_
     PyObject *res = PyObject_Vectorcall(python, call, 2, NULL);
     Py_DECREF(python);
     return res;
+}
+
+/* encode_parts(message, version, parts_min): the message's encoding as a list of pieces
+ * whose concatenation is encode(version), each zero-copy bytes or records value (stored
+ * batch bytes) of at least parts_min bytes passed in by reference, not copied. None when
+ * the version has no compiled layout or the encoder declines or refuses a value: the
+ * Python method then gives the result or the error. */
+static PyObject *encode_parts(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "encode_parts(message, version, parts_min)");
+        return NULL;
+    }
+    PyObject *self = args[0];
+    Py_ssize_t parts_min = PyLong_AsSsize_t(args[2]);
+    if (parts_min == -1 && PyErr_Occurred()) return NULL;
+    PyObject *encoders = _PyType_Lookup(Py_TYPE(self), encoders_name);
+    PyObject *fn = encoders != NULL && PyDict_Check(encoders)
+                       ? PyDict_GetItemWithError(encoders, args[1])
+                       : NULL;
+    if (fn == NULL || !PyCFunction_Check(fn) ||
+        PyCFunction_GET_FUNCTION(fn) != (PyCFunction)(void (*)(void))codec_encode) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(fn);
+    Prog *p = ((Codec *)PyCFunction_GET_SELF(fn))->prog;
+    PyObject *parts = PyList_New(0);
+    if (parts == NULL) { Py_DECREF(fn); return NULL; }
+    unsigned char init[1024];
+    Out o = OUT_ON_STACK(init);
+    o.parts = parts;
+    o.parts_min = parts_min > 0 ? parts_min : 1;
+    int r = enc_struct(&o, p, self);
+    if (r == 0 && (o.len > 0 || PyList_GET_SIZE(parts) == 0)) {
+        PyObject *b = out_bytes(&o);
+        r = b == NULL ? -1 : PyList_Append(parts, b);
+        Py_XDECREF(b);
+    }
+    out_release(&o);
+    Py_DECREF(fn);
+    if (r < 0) {
+        Py_DECREF(parts);
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return parts;
 }
 
 /* A message class's decode(data, version), likewise: the compiled decoder called directly
@@ -2362,6 +2438,9 @@ static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(KeyedList, Struct, DecodeError, unsupported): the runtime's mapKey list and "
      "struct base classes, its decode error and its builder of encode refusals"},
+    {"encode_parts", (PyCFunction)(void (*)(void))encode_parts, METH_FASTCALL,
+     "encode_parts(message, version, parts_min): the encoding as pieces, large stored "
+     "bytes by reference; None to run the Python method"},
     {"encode_method", encode_method, METH_O,
      "encode_method(cls): a compiled encode(version) for the message class cls"},
     {"decode_method", decode_method, METH_O,

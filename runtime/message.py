@@ -173,6 +173,61 @@ class Message(Struct):
     #: success, so its results and errors are this method's.
     _encode_in_python = encode
 
+    def encode_parts(self, version: int) -> list[bytes | memoryview]:
+        """The wire bytes of this message at ``version`` as pieces to send in order: their
+        concatenation is ``encode(version)``, and each stored batch (a ``records`` or
+        zero-copy ``bytes`` value, bytes or memoryview) of at least `PARTS_MIN` bytes is
+        one of them, by reference, instead of being copied into the encoding."""
+        if native is not None:
+            compiled: list[bytes | memoryview] | None = native.encode_parts(
+                self, version, PARTS_MIN
+            )
+            if compiled is not None:
+                return compiled
+        pieces: list[bytes | memoryview] = []
+        self._write_to(pieces.append, version, python=True)
+        parts: list[bytes | memoryview] = []
+        start = 0
+        for i, piece in enumerate(pieces):
+            # The Python encoders append a bytes value as it is, after its length.
+            if len(piece) >= PARTS_MIN and type(piece) in _BY_REFERENCE:
+                if i > start:
+                    parts.append(b"".join(pieces[start:i]))
+                parts.append(piece)
+                start = i + 1
+        if start < len(pieces) or not parts:
+            parts.append(b"".join(pieces[start:]))
+        return parts
+
+    def _write_to(self, w: Callable[[Any], object], version: int, python: bool = False) -> None:
+        """Run the version's encoder with writer ``w``, raising what `encode` raises; with
+        ``python``, the generated Python encoder even where a compiled one stands in front
+        (it hands ``w`` each value's own bytes, where the compiled one hands one bytes)."""
+        try:
+            encoder = self._encoders[version]
+            if python:
+                encoder = getattr(getattr(encoder, "__self__", None), "python_encoder", encoder)
+        except KeyError:
+            raise UnsupportedVersionError(
+                f"{type(self).__name__} has no version {version} "
+                f"(supported {self.LOWEST_VERSION}-{self.HIGHEST_VERSION})"
+            ) from None
+        try:
+            encoder(self, w)
+        except FieldUnsupported as e:
+            raise UnsupportedVersionError(
+                f"cannot write {e.path} at version {version}: {e.why}"
+            ) from None
+        except (struct.error, TypeError, AttributeError, OverflowError) as e:
+            raise ValueError(f"cannot encode {type(self).__name__} v{version}: {e}") from None
+
+
+#: From this size a stored batch leaves `Message.encode_parts` as its own piece: below it,
+#: copying it costs less than one more buffer in a gathering write (measured: see
+#: docs/kafka-benchmark.md).
+PARTS_MIN: Final = 8192
+_BY_REFERENCE: Final = (bytes, memoryview)
+
 
 def _decode_error(error: Exception, message: str, version: int, end: int) -> DecodeError:
     """The DecodeError for what a decoder raised: the message, version and offset added."""

@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 from broker_helpers import WireClient
 from kafkagen.generated import APIS, message_type
+from kafkagen.runtime.broker import server as server_module
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.handlers import load_handlers, supported_versions
 from kafkagen.runtime.records import Record, build_batch
+from kafkagen.runtime.topic_partition import TopicPartition
 from tls_helpers import make_pki
 
 ApiVersionsRequest = message_type(18, "request")
@@ -195,6 +197,80 @@ def test_fetch_answers_a_slow_reader_cannot_take_at_once_all_arrive_whole() -> N
                 assert got == cid and bytes(records[16:]) == batch[16:]
 
 
+def _produce(topic: str, batch: bytes) -> Any:
+    produce_type = message_type(0, "request")
+    return produce_type(
+        acks=1,
+        timeout_ms=5000,
+        topic_data=[
+            produce_type.TopicProduceData(
+                name=topic,
+                partition_data=[produce_type.PartitionProduceData(index=0, records=batch)],
+            )
+        ],
+    )
+
+
+@pytest.fixture
+def sent_parts(monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
+    """Every list of pieces the brokers of this process hand to their connections' writes."""
+    seen: list[list[Any]] = []
+    write = server_module._Wire.write
+
+    def spy(self: Any, parts: list[Any]) -> None:
+        seen.append(list(parts))
+        write(self, parts)
+
+    monkeypatch.setattr(server_module._Wire, "write", spy)
+    return seen
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "ssl"])
+def test_fetch_answers_send_the_stored_batches_themselves(
+    tls: bool, tmp_path: Path, sent_parts: list[list[Any]]
+) -> None:
+    """Three 1.5 MiB batches fetched one at a time, pipelined: each answer's pieces hold
+    the log's own bytes object of its batch (not a copy joined into the answer), and the
+    client reads each batch byte for byte, over plain TCP and over TLS."""
+    rng = random.Random(11)
+    batches = [build_batch([Record(-1, 0, b"k", rng.randbytes(3 << 19))]) for _ in range(3)]
+    configs = {"message.max.bytes": str(2 << 20)}
+    if tls:
+        pki = make_pki(tmp_path)
+        configs["listeners"] = "SSL://127.0.0.1:0"
+        configs["ssl.keystore.location"] = str(pki.broker)
+    with BackgroundCluster(configs=configs) as c, WireClient(c.bootstrap) as w:
+        if tls:
+            context = ssl.create_default_context(cafile=str(pki.ca))
+            w.sock = context.wrap_socket(w.sock, server_hostname="127.0.0.1")
+        assert c.cluster is not None
+        c.call(lambda: c.cluster.metadata.create_topic("big", 1, 1))  # type: ignore[union-attr]
+        for batch in batches:
+            assert (
+                w.call(0, 7, _produce("big", batch)).responses[0].partition_responses[0].error_code
+                == 0
+            )
+        fetches = []
+        for offset in range(3):
+            request = _fetch("big", 1, 0)
+            # One byte at most: the broker still sends the first batch whole (min one batch).
+            request.topics[0].partitions[0].fetch_offset = offset
+            request.max_bytes = request.topics[0].partitions[0].partition_max_bytes = 1
+            fetches.append(w.frame(1, 12, request))
+        w.send_raw(b"".join(fetches))
+        for offset, batch in enumerate(batches):
+            got, answer = w.receive(1, 12)
+            records = bytes(answer.responses[0].partitions[0].records)
+            # The broker sets the partition leader epoch (bytes 12-15, outside the CRC).
+            assert records[16:] == batch[16:] and records[:8] == offset.to_bytes(8, "big")
+        log = c.cluster.brokers[0].replica_manager.partitions[TopicPartition("big", 0)].log
+        stored = [b.data for b in log.batches]
+        assert len(stored) == 3
+        pieces = [p for parts in sent_parts for p in parts]
+        for data in stored:
+            assert any(p is data for p in pieces), "a stored batch was copied into its answer"
+
+
 @pytest.mark.parametrize("queued", ["500", "2"])
 def test_requests_in_one_write_are_all_answered_in_order(queued: str) -> None:
     """Many frames arriving together, a large one received over several reads among them;
@@ -234,6 +310,23 @@ def test_frames_over_tls_are_read_whole_and_answered_in_order(tmp_path: Path) ->
         for cid in range(1, 22):
             got, answer = w.receive(18, 1 if cid == 1 else 0)
             assert (got, answer.error_code) == (cid, 0)
+
+
+def test_a_produced_batch_over_tls_arrives_intact(tmp_path: Path) -> None:
+    """A 200 KB batch over TLS: the body's bytes past the first TLS record (16 KiB) used to
+    be lost on the way into the receive buffer, and the batch failed its CRC."""
+    pki = make_pki(tmp_path)
+    configs = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(pki.broker)}
+    batch = build_batch([Record(-1, 0, b"k", random.Random(5).randbytes(200_000))])
+    with BackgroundCluster(configs=configs) as c, WireClient(c.bootstrap) as w:
+        tls = ssl.create_default_context(cafile=str(pki.ca))
+        w.sock = tls.wrap_socket(w.sock, server_hostname="127.0.0.1")
+        assert c.cluster is not None
+        c.call(lambda: c.cluster.metadata.create_topic("tls", 1, 1))  # type: ignore[union-attr]
+        answer = w.call(0, 7, _produce("tls", batch)).responses[0].partition_responses[0]
+        assert answer.error_code == 0
+        records = w.call(1, 12, _fetch("tls", 1, 0)).responses[0].partitions[0].records
+        assert bytes(records[16:]) == batch[16:]
 
 
 def test_a_frame_cut_off_inside_its_body_closes_only_that_connection(
@@ -420,3 +513,56 @@ def test_api_versions_v3_rejects_invalid_client_software_name(cluster: Backgroun
     with WireClient(cluster.bootstrap) as c:
         bad = ApiVersionsRequest(client_software_name="-bad name", client_software_version="1")
         assert c.call(18, 3, bad).error_code == 42
+
+
+@pytest.mark.slow
+def test_confluent_kafka_reads_several_mib_sent_from_the_stored_batches(
+    sent_parts: list[list[Any]],
+) -> None:
+    """librdkafka produces 64 values of 128 KiB (8 MiB) in batches of up to 1 MiB and reads
+    them back byte for byte, one batch a fetch (max.partition.fetch.bytes 1: the first
+    batch still comes whole), then several batches a fetch; the one-batch fetch answers
+    carried the stored batches themselves."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as Tp
+
+    rng = random.Random(3)
+    values = [rng.randbytes(128 << 10) for _ in range(64)]
+
+    def consume(bootstrap: str, partition_max_bytes: int) -> list[bytes]:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "mib",
+                "enable.auto.commit": False,
+                "max.partition.fetch.bytes": partition_max_bytes,
+            }
+        )
+        consumer.assign([Tp("mib", 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 20
+        try:
+            while len(got) < len(values) and time.monotonic() < deadline:
+                for m in consumer.consume(64, 0.5):
+                    assert m.error() is None, m.error()
+                    assert m.key() == str(len(got)).encode()
+                    got.append(m.value())
+        finally:
+            consumer.close()
+        return got
+
+    with BackgroundCluster() as c:
+        assert c.cluster is not None
+        c.call(lambda: c.cluster.metadata.create_topic("mib", 1, 1))  # type: ignore[union-attr]
+        p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 20, "acks": "all"})
+        for i, v in enumerate(values):
+            p.produce("mib", value=v, key=str(i).encode(), partition=0)
+        assert p.flush(30) == 0
+        assert consume(c.bootstrap, 1) == values
+        log = c.cluster.brokers[0].replica_manager.partitions[TopicPartition("mib", 0)].log
+        stored = {id(b.data) for b in log.batches}
+        pieces = [p for parts in sent_parts for p in parts]
+        assert len(stored) > 1
+        assert stored == {id(p) for p in pieces if id(p) in stored}, "a batch was copied"
+        # Several batches a fetch: joined once by the replica manager, then sent unjoined.
+        assert consume(c.bootstrap, 8 << 20) == values

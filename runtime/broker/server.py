@@ -6,7 +6,9 @@ a buffer of that size (no stream buffer to copy through). Each request gets a sl
 connection's queue as it arrives; handlers fill slots whenever their answer is ready (at
 once, or later from a purgatory callback), and responses leave strictly in request order,
 so clients may pipeline. A connection with ``queued.max.requests`` unanswered requests is
-not read until some are answered.
+not read until some are answered. Answers leave in gathering writes, unjoined; answers that
+carry stored batches (Fetch, FetchSnapshot, ShareFetch) are encoded in pieces
+(`Message.encode_parts`), so a large batch goes out from the log's own bytes.
 
 Anything malformed (short frame, bad header, body that does not decode, an API key or
 version not served) is logged and closes that connection only, as Kafka does; the one
@@ -63,6 +65,9 @@ _SCRATCH = 64 * 1024
 _SMALL = 4096
 #: How many buffers one gathering write may pass.
 _IOV_MAX = os.sysconf("SC_IOV_MAX")
+#: Answers that carry stored batches (Fetch, FetchSnapshot, ShareFetch): encoded in pieces,
+#: each large batch sent from the log's own bytes instead of being copied into the answer.
+_PIECED = frozenset({1, 59, 78})
 
 
 class _Slot:
@@ -75,7 +80,7 @@ class _Slot:
         self.api_key = api_key
         self.correlation_id = correlation_id
         #: The answer's frame in pieces: size prefix and header, then the body as encoded.
-        self.payload: tuple[bytes, ...] | None = None
+        self.payload: tuple[bytes | memoryview, ...] | None = None
         self.done = False
 
     def send(self, response: Message, version: int) -> None:
@@ -89,13 +94,19 @@ class _Slot:
                 response = convert(response, registry.response_type(self.api_key))
             hv = registry.header_version(self.api_key, version, "response")
             header = registry.response_header(correlation_id=self.correlation_id).encode(hv)
-            body = response.encode(version)
+            if self.api_key in _PIECED:
+                parts = response.encode_parts(version)
+                size = len(header) + sum(map(len, parts))
+                payload = (_SIZE.pack(size) + header, *parts)
+            else:
+                body = response.encode(version)
+                payload = (_SIZE.pack(len(header) + len(body)) + header, body)
         except Exception:
             _log.exception("cannot encode %s v%d", type(response).__name__, version)
             self.done = True
             self.conn.close("response encoding failed")
             return
-        self.payload = (_SIZE.pack(len(header) + len(body)) + header, body)
+        self.payload = payload
         self.done = True
         self.conn.flush()
 
@@ -126,7 +137,10 @@ class _Wire(asyncio.BufferedProtocol):
     def __init__(self, accept: Callable[[_Wire], None], scratch: bytearray) -> None:
         self._accept = accept
         self.transport: asyncio.Transport | None = None
-        self._scratch = scratch
+        # A view, not the bytearray: asyncio's TLS reader fills the buffer it gets in
+        # several reads into slices of it, and a bytearray's slice is a copy (what went
+        # there was lost); a view's slice writes through.
+        self._scratch = memoryview(scratch)
         self._pending = bytearray()
         self._body: memoryview | None = None
         self._filled = 0
@@ -147,7 +161,7 @@ class _Wire(asyncio.BufferedProtocol):
             self._fd = transport.get_extra_info("socket").fileno()
         self._accept(self)
 
-    def get_buffer(self, sizehint: int) -> memoryview | bytearray:
+    def get_buffer(self, sizehint: int) -> memoryview:
         if self._body is not None:
             return self._body[self._filled :]
         return self._scratch
@@ -161,7 +175,7 @@ class _Wire(asyncio.BufferedProtocol):
                 self._body = None
                 self._wake()
             return
-        self._pending += memoryview(self._scratch)[:nbytes]
+        self._pending += self._scratch[:nbytes]
         if len(self._pending) >= self._wanted:
             self._wake()
         if len(self._pending) >= _SCRATCH and self.transport is not None:
@@ -227,7 +241,7 @@ class _Wire(asyncio.BufferedProtocol):
         # Read-only, as bytes are: what decodes from it (records) may be kept and hashed.
         return memoryview(body).toreadonly()
 
-    def write(self, parts: list[bytes]) -> None:
+    def write(self, parts: list[bytes | memoryview]) -> None:
         """Send ``parts`` in order, unjoined. Over plain TCP with nothing waiting in the
         transport's buffer they go to the socket in one gathering call (asyncio's
         ``writelines`` joins them first); what the socket does not take, and everything
@@ -439,7 +453,7 @@ class ClientConnection:
         if self.closed:
             return
         slots = self.slots
-        parts: list[bytes] = []
+        parts: list[bytes | memoryview] = []
         while slots and slots[0].done:
             payload = slots.popleft().payload
             if payload is not None:
