@@ -26,16 +26,13 @@ on their next use.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import logging
 import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kafkagen.generated.delete_share_group_state import DeleteShareGroupStateRequest
-from kafkagen.generated.initialize_share_group_state import InitializeShareGroupStateRequest
-from kafkagen.generated.read_share_group_state import ReadShareGroupStateRequest
-from kafkagen.generated.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
-from kafkagen.generated.write_share_group_state import WriteShareGroupStateRequest
 from kafkagen.runtime.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
@@ -49,6 +46,15 @@ from kafkagen.runtime.message import Message
 
 from .share_coordinator import Key, StateBatch
 from .share_partition import PartitionState
+
+
+@functools.cache
+def _request(module: str) -> Any:
+    """The request class of a share-state API, imported on first use: a broker that never
+    serves share groups loads no share-state codecs (start-up imports only what it needs)."""
+    name = "".join(part.title() for part in module.split("_")) + "Request"
+    return getattr(importlib.import_module(f"kafkagen.generated.{module}"), name)
+
 
 __all__ = ["FIND_COORDINATOR_ATTEMPTS", "ShareStateChannel", "ShareStatePersister", "leader_error"]
 
@@ -164,7 +170,7 @@ class ShareStatePersister:
     ) -> PartitionState | None:
         """The partition's state for its leader at ``leader_epoch`` (ReadShareGroupState),
         None if it has none; raises the leader's error."""
-        R = ReadShareGroupStateRequest
+        R = _request("read_share_group_state")
         request = R(
             group_id=group_id,
             topics=[
@@ -198,7 +204,7 @@ class ShareStatePersister:
     ) -> None:
         """Write ``batches`` (the records that changed) and the start offset of ``state``
         (WriteShareGroupState); raises the leader's error."""
-        R = WriteShareGroupStateRequest
+        R = _request("write_share_group_state")
         data = R.PartitionData(
             partition=partition,
             state_epoch=state.state_epoch,
@@ -244,7 +250,7 @@ class ShareStatePersister:
         self._reset(key)
 
     def _initialize(self, key: Key, state_epoch: int, start_offset: int) -> None:
-        R = InitializeShareGroupStateRequest
+        R = _request("initialize_share_group_state")
         request = R(
             group_id=key[0],
             topics=[
@@ -266,7 +272,7 @@ class ShareStatePersister:
         """The partition's start, epochs and records done (ReadShareGroupStateSummary), no
         batches; a start of -1 if it has no state or no leader used it yet. Raises the
         coordinator's error."""
-        R = ReadShareGroupStateSummaryRequest
+        R = _request("read_share_group_state_summary")
         request = R(
             group_id=group_id,
             topics=[
@@ -292,7 +298,7 @@ class ShareStatePersister:
         for key in self._channel.share_state_keys(group_id):
             if wanted is not None and key[1] not in wanted:
                 continue
-            R = DeleteShareGroupStateRequest
+            R = _request("delete_share_group_state")
             request = R(
                 group_id=key[0],
                 topics=[
