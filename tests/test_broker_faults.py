@@ -2,7 +2,9 @@
 a cut-off leader is fenced and acknowledges nothing it could lose with acks=all, keeps
 its stale metadata until the heal, a cut-off follower
 leaves the ISR and comes back after the heal, transaction markers wait for the heal, a
-slow disk or network delays answers, a skewed clock moves LogAppendTime."""
+slow disk or network delays answers, a skewed clock moves LogAppendTime, and a consumer
+whose application stops polling keeps its place in its group while the group's coordinator
+is paused and moves."""
 
 from __future__ import annotations
 
@@ -402,3 +404,86 @@ def test_a_broker_started_while_cut_off_registers_at_the_heal(bg: BackgroundClus
     bg.call(faults.heal)
     assert bg.call(lambda: cluster.metadata.brokers[2].alive) is True
     wait_for(lambda: state(bg)[1] == [0, 1, 2], "the ISR to expand")
+
+
+#: A group session well above the coordinator's pause (librdkafka's classic consumer
+#: gives its assignment up by itself after a session without an answer), a fraction of
+#: Kafka's 45 s default to keep the test short.
+STALL_SESSION_MS, STALL_FENCE_MS = 8000, 2000
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_member_that_stops_polling_outlives_its_coordinators_pause_and_move(
+    protocol: str,
+) -> None:
+    """A consumer whose application stops polling still heartbeats from librdkafka's own
+    thread: while its coordinator is paused long enough to be fenced (the group moves to
+    another broker) and for more than a session afterwards, it stays in the group with its
+    partitions, as on Kafka 4.4 (docs/chaos.md); nobody else is given them."""
+    group, topic = f"stalled-{protocol}", "s"
+    configs = {
+        "offsets_topic_num_partitions": "1",
+        "group_initial_rebalance_delay_ms": "0",
+        "group_consumer_min_session_timeout_ms": "1000",
+        "group_consumer_session_timeout_ms": str(STALL_SESSION_MS),
+        "group_consumer_min_heartbeat_interval_ms": "500",
+        "group_consumer_heartbeat_interval_ms": "1000",
+    }
+    with cluster(STALL_FENCE_MS, **configs) as bg:
+        assignments = {p: [p % 3, (p + 1) % 3, (p + 2) % 3] for p in range(6)}
+        bg.call(lambda: bg.cluster.metadata.create_topic(topic, assignments=assignments))
+        extra = {"session.timeout.ms": STALL_SESSION_MS, "heartbeat.interval.ms": 1000}
+        consumers = [
+            Consumer(
+                {
+                    "bootstrap.servers": bg.bootstrap,
+                    "group.id": group,
+                    "group.protocol": protocol,
+                    "enable.auto.commit": False,
+                    **(extra if protocol == "classic" else {}),
+                }
+            )
+            for _ in range(3)
+        ]
+        owned: list[list[int]] = [[] for _ in consumers]
+
+        def poll(*which: int, seconds: float) -> None:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                for i in which:
+                    consumers[i].poll(0.05)
+                    owned[i] = sorted(tp.partition for tp in consumers[i].assignment())
+
+        def coordinator(seen_by: int = 0) -> int:
+            gc = bg.cluster.brokers[seen_by].group_coordinator
+            return int(bg.call(lambda: gc.coordinator_for(group)))
+
+        def members_at(node: int) -> int:
+            gc = bg.cluster.brokers[node].group_coordinator
+            groups = gc.groups if protocol == "classic" else gc.consumer.groups
+            return int(bg.call(lambda: len(groups[group].members) if group in groups else 0))
+
+        try:
+            for c in consumers:
+                c.subscribe([topic])
+            end = time.monotonic() + 30
+            while [len(o) for o in owned] != [2, 2, 2] and time.monotonic() < end:
+                poll(0, 1, 2, seconds=0.2)
+            assert [len(o) for o in owned] == [2, 2, 2]
+            stable = [list(o) for o in owned]
+            # Consumer 2's application stalls from here; its librdkafka thread does not.
+            paused = coordinator()
+            bg.call(lambda: bg.cluster.faults.cut([paused], clients=False))
+            poll(0, 1, seconds=STALL_FENCE_MS / 1000 + 1)  # the broker is fenced meanwhile
+            moved = coordinator(seen_by=(paused + 1) % 3)  # the paused one's view is stale
+            assert moved not in (paused, -1)
+            bg.call(bg.cluster.faults.heal)
+            poll(0, 1, seconds=STALL_SESSION_MS / 1000 + 2)
+            assert members_at(moved) == 3
+            assert owned[:2] == stable[:2]
+            poll(0, 1, 2, seconds=2)
+            assert owned == stable
+            assert members_at(moved) == 3
+        finally:
+            for c in consumers:
+                c.close()
