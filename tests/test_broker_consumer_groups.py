@@ -40,6 +40,8 @@ def cluster() -> Iterator[BackgroundCluster]:
             "group.consumer.min.heartbeat.interval.ms": "100",
             "group.consumer.min.session.timeout.ms": "1000",
             "group.initial.rebalance.delay.ms": "0",
+            # Targets at every change (Kafka's default waits 1 s between two).
+            "group.consumer.assignment.interval.ms": "0",
         },
     ) as c:
         assert c.cluster is not None
@@ -273,6 +275,35 @@ def test_session_expiry_removes_a_silent_member(cluster: BackgroundCluster) -> N
         r = b.heartbeat()
         assert r.error_code == ErrorCode.UNKNOWN_MEMBER_ID
         a.leave()
+
+
+def test_a_groups_assignment_interval_delays_the_next_target(cluster: BackgroundCluster) -> None:
+    """`consumer.assignment.interval.ms` set on the group: as in Kafka 4.4, a member joining
+    within the interval after the last target gets nothing and the others keep theirs;
+    the first heartbeat after the interval computes the new target."""
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        set_group_configs(w, "paced", consumer_assignment_interval_ms="3000")
+        a = Member(w, "paced", ["orders"], ids)
+        a.heartbeat()
+        _converge([a])
+        computed = time.monotonic()
+        assert len(a.owned) == 6
+        b = Member(w, "paced", ["orders"], ids)
+        r = b.heartbeat()
+        assert r.error_code == 0 and b.owned == set()
+        # Within the interval nobody is asked to move (heartbeats keep the sessions).
+        while time.monotonic() < computed + 2.5:
+            assert a.heartbeat().error_code == 0 and b.heartbeat().error_code == 0
+            assert len(a.owned) == 6 and b.owned == set()
+            time.sleep(0.2)
+        time.sleep(max(0.0, computed + 3.2 - time.monotonic()))
+        assert a.heartbeat().error_code == 0  # the interval is over: a gives half up
+        assert len(a.owned) == 3
+        _converge([a, b])
+        assert len(a.owned) == len(b.owned) == 3
+        for m in (a, b):
+            m.leave()
 
 
 def test_a_groups_own_heartbeat_interval_and_session_override_the_brokers(
@@ -898,6 +929,7 @@ def test_a_new_coordinator_rebuilds_the_group_from_its_records() -> None:
         "offsets.topic.num.partitions": "1",
         "offsets.topic.replication.factor": "3",
         "group.consumer.session.timeout.ms": "2000",
+        "group.consumer.assignment.interval.ms": "0",
     }
     with BackgroundCluster(3, configs=configs) as c:
         assert c.cluster is not None
@@ -1066,7 +1098,11 @@ def test_state_records_round_trip() -> None:
 
 
 def test_groups_come_back_after_a_restart(tmp_path: Any) -> None:
-    configs = {"log.dirs": str(tmp_path), "offsets.topic.num.partitions": "1"}
+    configs = {
+        "log.dirs": str(tmp_path),
+        "offsets.topic.num.partitions": "1",
+        "group.consumer.assignment.interval.ms": "0",
+    }
     with BackgroundCluster(1, configs=configs) as c:
         assert c.cluster is not None
         cl = c.cluster

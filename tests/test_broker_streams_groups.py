@@ -90,6 +90,25 @@ def test_assignor_is_sticky_when_a_member_joins() -> None:
     assert second["m0"] <= before["m0"] and second["m1"] <= before["m1"]
 
 
+def test_a_member_keeping_half_keeps_a_slice_of_every_subtopology() -> None:
+    # m0 held all four tasks of two subtopologies; m1 joins. As Kafka 4.4.0 answered in
+    # `kafkagen conformance --only group-standby-replicas`, m0 keeps partition 0 of both
+    # subtopologies, not the whole of subtopology 0.
+    everything = Tasks(active={"0": {0, 1}, "1": {0, 1}})
+    members = {"m0": AssignorMember("p0", everything), "m1": AssignorMember("p1", Tasks())}
+    out = _active(assign(members, {"0": 2, "1": 2}, 0))
+    assert out == {"m0": {("0", 0), ("1", 0)}, "m1": {("0", 1), ("1", 1)}}
+
+
+def test_standbys_only_for_stateful_subtopologies() -> None:
+    # Subtopology 0 is stateless (no changelog): Kafka plans no standby for its tasks.
+    out = assign(_members(2), {"0": 2, "1": 2}, 1, stateful={"1"})
+    standby = {(s, p) for t in out.values() for s, ps in t.standby.items() for p in ps}
+    assert standby == {("1", 0), ("1", 1)}
+    for t in out.values():
+        assert not set(t.standby.get("1", ())) & set(t.active.get("1", ()))
+
+
 def test_standbys_never_share_a_process_with_their_active() -> None:
     members = _members(4, processes=2)  # m0, m2 in p0; m1, m3 in p1
     out = assign(members, {"0": 4, "1": 4}, 1)
@@ -346,8 +365,10 @@ def test_a_task_moves_only_after_its_owner_revoked_it(w: WireClient) -> None:
     assert b.active.isdisjoint(held) and len(b.active) == 4
     _converge([a, b])
     assert a.active.isdisjoint(b.active) and len(a.active | b.active) == 8
-    # One standby per task, never on the member (another process) that runs it.
-    assert a.standby == b.active and b.standby == a.active
+    # One standby per stateful task (subtopology 1 keeps a store; 0 has no state),
+    # never on the member (another process) that runs it.
+    assert a.standby == {t for t in b.active if t[0] == "1"}
+    assert b.standby == {t for t in a.active if t[0] == "1"}
 
 
 def test_errors_unknown_member_fenced_epoch_and_bad_requests(w: WireClient) -> None:
@@ -395,6 +416,27 @@ def test_leave_and_session_expiry_free_the_tasks(w: WireClient) -> None:
     assert len(b.active) == 8
 
 
+def test_a_groups_standby_count_is_bounded_by_the_brokers_maximum(w: WireClient) -> None:
+    """`streams.num.standby.replicas` above `group.streams.max.standby.replicas` (2) is
+    refused with Kafka 4.4's error and words; the maximum itself is taken."""
+    from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest as I
+
+    def alter(value: str) -> Any:
+        config = I.AlterableConfig(
+            name="streams.num.standby.replicas", config_operation=0, value=value
+        )
+        resource = I.AlterConfigsResource(
+            resource_type=32, resource_name="app-bound", configs=[config]
+        )
+        (r,) = w.call(44, 1, I(resources=[resource])).responses
+        return r
+
+    refused = alter("3")
+    assert refused.error_code == ErrorCode.INVALID_CONFIG
+    assert refused.error_message == "streams.num.standby.replicas must be less than or equal to 2"
+    assert alter("2").error_code == 0
+
+
 def test_a_groups_own_configs_override_the_brokers(w: WireClient) -> None:
     """`streams.*` group configs: the heartbeat interval members are told, the session
     after which a silent member goes, and the standby count, whose change moves the group
@@ -403,7 +445,8 @@ def test_a_groups_own_configs_override_the_brokers(w: WireClient) -> None:
     b = Member(w, "app-own", _topology("app-own"))
     _converge([a, b])
     assert a.heartbeat().heartbeat_interval_ms == 200  # the broker's
-    assert sum(len(m.standby) for m in (a, b)) == 8  # one standby of each task
+    # One standby of each of subtopology 1's four tasks; the stateless ones have none.
+    assert {t for m in (a, b) for t in m.standby} == {("1", p) for p in range(4)}
     epoch = a.epoch
     set_group_configs(
         w,

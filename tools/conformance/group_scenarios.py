@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 from uuid import UUID
 
@@ -20,7 +21,7 @@ from kafkagen.generated.offset_delete import OffsetDeleteRequest
 from kafkagen.generated.offset_fetch import OffsetFetchRequest
 from kafkagen.generated.sync_group import SyncGroupRequest
 
-from .core import Session, scenario
+from .core import Session, SetupError, scenario
 from .messages import join_group
 
 # ---------------------------------------------------------------------- helpers
@@ -573,3 +574,48 @@ async def cg_describe_classic(s: Session) -> None:
     g = s.name("g")
     node, _, _ = await _stable(s, g)
     await s.call(ConsumerGroupDescribeRequest(group_ids=[g]), node=node)
+
+
+#: The assignment interval of `cg_group_assignment_interval`.
+CONSUMER_INTERVAL_MS = 4000
+
+
+def _consumer_answer(data: Any) -> Any:
+    """A heartbeat's answer cut to its error and how many partitions it gives (null:
+    unchanged): the epochs count the set-up's steps, the partitions the assignor's
+    choice, and only the timing of the target is compared here."""
+    a = data["assignment"]
+    given = None if a is None else sum(len(t["partitions"]) for t in a["topicPartitions"])
+    return {"errorCode": data["errorCode"], "partitions": given}
+
+
+@scenario(
+    "ConsumerGroupHeartbeat",
+    "group-assignment-interval",
+    "a group's own consumer.assignment.interval.ms: a second member joins inside the "
+    "interval, the first heartbeats inside it and after it",
+)
+async def cg_group_assignment_interval(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    node = await s.coordinator(g)
+    await s.setup(group_configs(g, consumer_assignment_interval_ms=str(CONSUMER_INTERVAL_MS)))
+    first, second = "consumer-member-000000001", "consumer-member-000000002"
+    # The first member's target is computed at its join: the recorded steps in the
+    # interval must come within its first half (checked before the wait).
+    computed = time.monotonic()
+    r = await s.setup(_heartbeat(g, t, member=first), node=node)
+    if r.error_code or r.assignment is None:
+        raise SetupError(f"consumer group {g}: the join answered error {r.error_code}")
+    H = ConsumerGroupHeartbeatRequest
+    owned = [
+        H.TopicPartitions(topic_id=x.topic_id, partitions=x.partitions)
+        for x in r.assignment.topic_partitions
+    ]
+    beat = H(group_id=g, member_id=first, member_epoch=r.member_epoch, topic_partitions=owned)
+    await s.call(_heartbeat(g, t, member=second), node=node, keep=_consumer_answer)
+    await s.call(beat, node=node, keep=_consumer_answer)
+    if time.monotonic() - computed > CONSUMER_INTERVAL_MS / 1000 / 2:
+        raise SetupError(f"consumer group {g}: the steps came late in the interval")
+    await asyncio.sleep(CONSUMER_INTERVAL_MS / 1000 + 1.0)
+    await s.call(beat, node=node, keep=_consumer_answer)

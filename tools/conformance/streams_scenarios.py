@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
@@ -492,3 +493,236 @@ async def st_description_other_epoch(s: Session) -> None:
 @scenario("StreamsGroupTopologyDescriptionUpdate", "empty-group-id", "an empty group id")
 async def st_description_empty_group(s: Session) -> None:
     await s.call(_update(s, "", MEMBER, 0, s.name("t")), node=None)
+
+
+# ---------------------------------------------------------------- a group's own assignment configs
+
+OTHER_PROCESS = "7f0c3a52-5a43-4c5e-9d2b-000000000002"
+#: How long `_settle` heartbeats a group's members before it gives up.
+SETTLE_S = 20.0
+
+
+def _tasks(ids: Any) -> list[tuple[str, list[int]]] | None:
+    """Task ids as sorted (subtopology, partitions) pairs; None stays None (unchanged)."""
+    if ids is None:
+        return None
+    return sorted((t.subtopology_id, sorted(t.partitions)) for t in ids)
+
+
+def _as_task_ids(tasks: list[tuple[str, list[int]]]) -> list[Any]:
+    return [H.TaskIds(subtopology_id=sub, partitions=parts) for sub, parts in tasks]
+
+
+class _Member:
+    """One member's side of a group: its epoch and the tasks it was last given, which its
+    heartbeats report as owned (as a Streams client reports what it runs)."""
+
+    def __init__(self, member_id: str, process: str, epoch: int) -> None:
+        self.member_id, self.process, self.epoch = member_id, process, epoch
+        self.active: list[tuple[str, list[int]]] = []
+        self.standby: list[tuple[str, list[int]]] = []
+
+    def beat(self, group: str) -> Any:
+        return _beat(
+            group,
+            self.epoch,
+            member=self.member_id,
+            active_tasks=_as_task_ids(self.active),
+            standby_tasks=_as_task_ids(self.standby),
+            warmup_tasks=[],
+        )
+
+    def take(self, r: Any) -> None:
+        """Keep what a heartbeat's answer gave (null task lists: unchanged)."""
+        self.epoch = r.member_epoch
+        if r.active_tasks is not None:
+            self.active = _tasks(r.active_tasks) or []
+        if r.standby_tasks is not None:
+            self.standby = _tasks(r.standby_tasks) or []
+
+
+async def _settle(s: Session, group: str, node: int, members: list[_Member]) -> None:
+    """Heartbeat every member in turn (not recorded) until a whole round leaves each
+    epoch unchanged with no status and tasks given, for at most `SETTLE_S`."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        quiet = True
+        for m in members:
+            before = (m.epoch, m.active, m.standby)
+            r = await s.setup(m.beat(group), node=node)
+            if r.error_code:
+                raise SetupError(f"streams group {group}: a heartbeat answered {r.error_code}")
+            m.take(r)
+            quiet = quiet and not r.status and before == (m.epoch, m.active, m.standby)
+        if quiet and all(m.active for m in members):
+            return
+        if time.monotonic() > deadline:
+            raise SetupError(f"streams group {group}: not settled within {SETTLE_S:.0f} s")
+        await asyncio.sleep(0.3)
+
+
+async def _first_member(s: Session, group: str) -> tuple[int, _Member, str]:
+    """A member alone in ``group`` (its own configs already set) holding its tasks: the
+    coordinator, the member and its source topic."""
+    source = await s.create_topic(partitions=2)
+    joined = await _joined(s, group, source)
+    node = await s.coordinator(group)
+    first = _Member(MEMBER, PROCESS, joined.member_epoch)
+    await _settle(s, group, node, [first])
+    return node, first, source
+
+
+def _second_join(s: Session, group: str, source: str) -> Any:
+    """The second member's join: another process, the same topology."""
+    return _join(group, _topology(s, source), member=OTHER, process_id=OTHER_PROCESS)
+
+
+def _placement(names: dict[str, str]) -> Callable[[Any], Any]:
+    """A describe cut to the group's state and, per member (by this scenario's name for
+    it), its current and target active and standby tasks: where the tasks went, without
+    the epochs, which count the steps each broker took to create the internal topics."""
+
+    def keep(data: Any) -> Any:
+        def tasks(a: Any) -> Any:
+            kinds = ("activeTasks", "standbyTasks", "warmupTasks")
+            return {
+                k: sorted((t["subtopologyId"], sorted(t["partitions"])) for t in a[k])
+                for k in kinds
+            }
+
+        return [
+            {
+                "errorCode": g["errorCode"],
+                "groupState": g["groupState"],
+                "members": sorted(
+                    (
+                        names.get(m["memberId"], "?"),
+                        tasks(m["assignment"]),
+                        tasks(m["targetAssignment"]),
+                    )
+                    for m in g["members"]
+                ),
+            }
+            for g in data["groups"]
+        ]
+
+    return keep
+
+
+def _answer(since: int) -> Callable[[Any], Any]:
+    """A heartbeat's answer cut to its error, status, tasks, and whether its member epoch
+    moved past ``since`` (the epochs themselves depend on the set-up's steps)."""
+
+    def keep(data: Any) -> Any:
+        out = {k: data[k] for k in ("errorCode", "status", "activeTasks", "standbyTasks")}
+        out["epochMoved"] = data["memberEpoch"] > since
+        return out
+
+    return keep
+
+
+@scenario(
+    "StreamsGroupHeartbeat",
+    "group-standby-replicas",
+    "a group's own streams.num.standby.replicas=1: where two members' standbys go, "
+    "then set to 0 between heartbeats",
+)
+async def st_group_standby_replicas(s: Session) -> None:
+    g = s.name("g")
+    await s.setup(
+        group_configs(
+            g,
+            streams_num_standby_replicas="1",
+            streams_assignment_interval_ms="0",
+            streams_initial_rebalance_delay_ms="0",
+        )
+    )
+    node, first, source = await _first_member(s, g)
+    second_join = await s.setup(_second_join(s, g, source), node=node)
+    second = _Member(OTHER, OTHER_PROCESS, second_join.member_epoch)
+    await _settle(s, g, node, [first, second])
+    names = {MEMBER: "first", OTHER: "second"}
+    describe = StreamsGroupDescribeRequest(group_ids=[g])
+    before = await s.call(describe, node=node, keep=_placement(names))
+    await s.call(group_configs(g, streams_num_standby_replicas="0"))
+    since = first.epoch
+    r = await s.call(first.beat(g), node=node, keep=_answer(since))
+    if r is None or r.error_code or before is None:
+        return
+    first.take(r)
+    await _settle(s, g, node, [first, second])
+    # The changed standby count moves the group epoch (Kafka 4.4 keeps the count its last
+    # target was computed with and compares it at each heartbeat).
+    epoch = before.groups[0].group_epoch
+
+    def moved(data: Any) -> Any:
+        return {
+            "groupEpochMoved": [x["groupEpoch"] > epoch for x in data["groups"]],
+            "placement": _placement(names)(data),
+        }
+
+    await s.call(describe, node=node, keep=moved)
+
+
+#: The assignment interval of `st_group_assignment_interval`: long enough that the second
+#: join surely comes inside it, short enough for a quick scenario.
+INTERVAL_MS = 4000
+
+
+@scenario(
+    "StreamsGroupHeartbeat",
+    "group-assignment-interval",
+    "a group's own streams.assignment.interval.ms: a second member joins inside the "
+    "interval, then heartbeats after it",
+)
+async def st_group_assignment_interval(s: Session) -> None:
+    g = s.name("g")
+    await s.setup(
+        group_configs(
+            g,
+            streams_assignment_interval_ms=str(INTERVAL_MS),
+            streams_initial_rebalance_delay_ms="0",
+        )
+    )
+    node, first, source = await _first_member(s, g)
+    # The first member's target was computed within the last round of `_settle`.
+    computed = time.monotonic()
+    r = await s.call(_second_join(s, g, source), node=node, keep=_answer(0))
+    if r is None or r.error_code:
+        return
+    second = _Member(OTHER, OTHER_PROCESS, r.member_epoch)
+    second.take(r)
+    if time.monotonic() - computed > INTERVAL_MS / 1000 / 2:
+        raise SetupError(f"streams group {g}: the second join came late in the interval")
+    await asyncio.sleep(INTERVAL_MS / 1000 + 1.0)
+    # After the interval the target is computed (without a heartbeat): the first member
+    # is asked to revoke half of its tasks.
+    since = first.epoch
+    r = await s.call(first.beat(g), node=node, keep=_answer(since))
+    if r is None or r.error_code:
+        return
+    first.take(r)
+    await _settle(s, g, node, [first, second])
+    names = {MEMBER: "first", OTHER: "second"}
+    await s.call(StreamsGroupDescribeRequest(group_ids=[g]), node=node, keep=_placement(names))
+
+
+def _config_error(data: Any) -> Any:
+    """An IncrementalAlterConfigs answer with its error texts kept as sent: the message
+    names the bound broken, which is what this scenario compares."""
+    for r in data["responses"]:
+        r["text"] = r["errorMessage"]
+    return data
+
+
+@scenario(
+    "IncrementalAlterConfigs",
+    "group-streams-out-of-range",
+    "a group's streams.num.standby.replicas and streams.assignment.interval.ms above "
+    "the broker's bounds, and a negative standby count",
+)
+async def st_group_configs_out_of_range(s: Session) -> None:
+    g = s.name("g")
+    await s.call(group_configs(g, streams_num_standby_replicas="5"), keep=_config_error)
+    await s.call(group_configs(g, streams_num_standby_replicas="-1"), keep=_config_error)
+    await s.call(group_configs(g, streams_assignment_interval_ms="20000"), keep=_config_error)

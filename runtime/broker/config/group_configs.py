@@ -42,6 +42,8 @@ class GroupConfigDef:
     at_least: int | None = None
     #: The broker configs bounding it (lowest, highest).
     bounds: tuple[str, str] | None = None
+    #: The broker config that is its only upper bound.
+    at_most: str | None = None
 
 
 def _ranged(kind: str, name: str, at_least: int | None = None, doc: str = "") -> GroupConfigDef:
@@ -158,6 +160,7 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
             "",
             "Standby replicas of each stateful task.",
             0,
+            at_most="group.streams.max.standby.replicas",
         ),
         GroupConfigDef(
             "streams.rack.aware.assignment.tags",
@@ -214,6 +217,10 @@ def validate_group_configs(
             low, high = (store.broker_int(b, node_id) for b in d.bounds)
             if not low <= number <= high:
                 raise InvalidConfigError(f"{name} must be in the range {low} to {high} inclusive.")
+        if d.at_most is not None:
+            high = store.broker_int(d.at_most, node_id)
+            if number > high:
+                raise InvalidConfigError(f"{name} must be less than or equal to {high}")
 
 
 def group_def(name: str) -> ConfigDef:

@@ -116,6 +116,9 @@ class ConsumerGroup:
         self.group_id = group_id
         self.group_epoch = 0
         self.assignment_epoch = 0
+        #: When the target was last computed (ms; 0: never): the next comes no sooner than
+        #: ``consumer.assignment.interval.ms`` after it.
+        self.assignment_timestamp_ms = 0
         self.members: dict[str, ConsumerMember] = {}
         self.static_members: dict[str, str] = {}
         self.target: dict[str, Assignment] = {}
@@ -226,7 +229,10 @@ def encode_group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
             ),
             record_format.record(
                 ConsumerGroupTargetAssignmentMetadataKey(group_id=gid),
-                ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=group.assignment_epoch),
+                ConsumerGroupTargetAssignmentMetadataValue(
+                    assignment_epoch=group.assignment_epoch,
+                    assignment_timestamp=group.assignment_timestamp_ms,
+                ),
             ),
         ]
     )
@@ -310,9 +316,9 @@ def decode_group(group_id: str, records: StateRecords) -> ConsumerGroup:
 
     group = ConsumerGroup(group_id)
     group.group_epoch = value("", GROUP_METADATA, ConsumerGroupMetadataValue).epoch
-    group.assignment_epoch = value(
-        "", _TARGET_ASSIGNMENT_METADATA, ConsumerGroupTargetAssignmentMetadataValue
-    ).assignment_epoch
+    assigned = value("", _TARGET_ASSIGNMENT_METADATA, ConsumerGroupTargetAssignmentMetadataValue)
+    group.assignment_epoch = assigned.assignment_epoch
+    group.assignment_timestamp_ms = assigned.assignment_timestamp
     if ("", _PARTITION_METADATA) in records:
         topics = value("", _PARTITION_METADATA, ConsumerGroupPartitionMetadataValue).topics
         group.subscription_metadata = {t.topic_name: (t.topic_id, t.num_partitions) for t in topics}

@@ -432,8 +432,15 @@ class ConsumerGroupManager:
         return self._assignor_names()[0]
 
     def _maybe_assign(self, group: ConsumerGroup) -> None:
-        """Compute a new target assignment when the group epoch moved past it."""
+        """Compute a new target assignment when the group epoch moved past it, no sooner
+        than ``consumer.assignment.interval.ms`` after the last one (Kafka 4.4 keeps the
+        last target until then, and a heartbeat after it computes the new one)."""
         if group.group_epoch <= group.assignment_epoch:
+            return
+        interval = self.log.group_cfg(group.group_id, "consumer.assignment.interval.ms")
+        now = self._time_ms()
+        last = group.assignment_timestamp_ms
+        if last and interval and now < last + interval:
             return
         name = self._choose_assignor(group)
         group.assignor_name = name
@@ -448,6 +455,7 @@ class ConsumerGroupManager:
         group.target = ASSIGNORS[name].assign(spec)
         group.dirty = None  # targets may have moved for anyone
         group.assignment_epoch = group.group_epoch
+        group.assignment_timestamp_ms = now
 
     def _reconcile(
         self, group: ConsumerGroup, member: ConsumerMember, owned: Assignment | None

@@ -63,9 +63,13 @@ def task_list(task_counts: Mapping[str, int]) -> list[tuple[str, int]]:
 
 
 def assign(
-    members: Mapping[str, AssignorMember], task_counts: Mapping[str, int], num_standby: int
+    members: Mapping[str, AssignorMember],
+    task_counts: Mapping[str, int],
+    num_standby: int,
+    stateful: Collection[str] | None = None,
 ) -> dict[str, Tasks]:
-    """The new target assignment: member id -> its tasks."""
+    """The new target assignment: member id -> its tasks. Standbys are planned only for
+    the tasks of ``stateful`` subtopologies (those with a state changelog; None: all)."""
     out = {m: Tasks() for m in members}
     if not members:
         return out
@@ -75,7 +79,10 @@ def assign(
         out[owner].active.setdefault(sub, set()).add(p)
     if num_standby > 0:
         load = {m: _count(out[m].active) for m in members}
-        for task in tasks:
+        # A stateless task has no state to keep warm: Kafka plans no standby for it.
+        for task in sorted(tasks, key=_by_partition):
+            if stateful is not None and task[0] not in stateful:
+                continue
             owner = active_owner[task]
             used = {members[owner].process_id}
             previous = [m for m in sorted(members) if _has(members[m].previous.standby, task)]
@@ -84,11 +91,11 @@ def assign(
                 if not candidates:
                     break
                 sticky = [m for m in previous if m in candidates]
-                stateful = [m for m in candidates if _has(members[m].task_offsets, task)]
+                reporting = [m for m in candidates if _has(members[m].task_offsets, task)]
                 if sticky:
                     pick = sticky[0]
-                elif stateful:
-                    pick = min(stateful, key=lambda m: (load[m], -_offset(members[m], task), m))
+                elif reporting:
+                    pick = min(reporting, key=lambda m: (load[m], -_offset(members[m], task), m))
                 else:
                     pick = min(candidates, key=lambda m: (load[m], m))
                 out[pick].standby.setdefault(task[0], set()).add(task[1])
@@ -121,17 +128,30 @@ def _assign_active(
         for sub, ps in members[m].previous.active.items():
             for p in ps:
                 previous.setdefault((sub, p), m)
-    for task in tasks:
+    # As Kafka 4.4's assignor: the previous owners keep their tasks first, taken partition
+    # by partition across subtopologies (so a member keeping half keeps a slice of each
+    # subtopology), then a previous standby holder (the least loaded) takes a task while
+    # it has room, then the rest go, subtopology by subtopology, to the least loaded.
+    for task in sorted(tasks, key=_by_partition):
         holder = previous.get(task)
         if holder is not None and room(holder):
             take(holder, task)
-    for task in tasks:
+    for task in sorted(tasks, key=_by_partition):
         if task in owner:
             continue
-        # A member that held the task as a standby has its state: it goes first at equal load.
-        warm = {m for m in members if _has(members[m].previous.standby, task)}
-        take(min((m for m in members if room(m)), key=lambda m: (load[m], m not in warm, m)), task)
+        warm = [m for m in sorted(members) if _has(members[m].previous.standby, task)]
+        if warm:
+            holder = min(warm, key=lambda m: load[m])
+            if room(holder):
+                take(holder, task)
+    for task in tasks:
+        if task not in owner:
+            take(min((m for m in members if room(m)), key=lambda m: (load[m], m)), task)
     return owner
+
+
+def _by_partition(task: tuple[str, int]) -> tuple[int, str]:
+    return task[1], task[0]
 
 
 def _has(tasks: Mapping[str, Collection[int]], task: tuple[str, int]) -> bool:

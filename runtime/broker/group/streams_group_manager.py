@@ -441,7 +441,15 @@ class StreamsGroupManager:
             for m in group.members.values()
         }
         standbys = self.log.group_cfg(group.group_id, "streams.num.standby.replicas")
-        group.target = assign(members, configured.task_counts, standbys)
+        topology = group.topology
+        stateful = (
+            None
+            if topology is None
+            else {
+                sub.subtopology_id for sub in topology.subtopologies if sub.state_changelog_topics
+            }
+        )
+        group.target = assign(members, configured.task_counts, standbys, stateful)
         group.assignment_epoch = group.group_epoch
         group.assignment_timestamp_ms = now
         group.assignment_timer = None
