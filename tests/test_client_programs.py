@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from broker_helpers import BrokerProcess, WireClient, produce_answers
+from broker_helpers import BrokerProcess, produce_answers
 from kafkagen.cli.control import ControlClient
 from kafkagen.client_programs import command, franz_go_suite, java_program, run_scenario
-from kafkagen.generated.update_features import UpdateFeaturesRequest
 from kafkagen.reference import KafkaReference
 from kafkagen.runtime.errors import ErrorCode
 
@@ -197,22 +196,27 @@ def test_python_client(cluster: Cluster, client: str) -> None:
     check(summary, "classic" if client == "confluent" else "consumer")
 
 
-#: What franz-go's own tests skip against kafkagen, and why: features kafkagen does not
-#: serve (SASL) or that the suite's cluster turns off (share groups: their tests set group
-#: configs and delete share groups, which kafkagen does not serve yet), and a test of a
-#: broker without Produce v0-2, which kafkagen still serves.
-KGO_SKIPS = ("share groups", "KGO_TEST_SCRAM", "KGO_TEST_OAUTH", "broker still takes produce v2")
+#: What franz-go's own tests skip against kafkagen, and why: SASL, which kafkagen does not
+#: serve, and a test of a broker without Produce v0-2, which kafkagen still serves. Share
+#: groups are on, so a share-group test that skips is unexplained and fails this test.
+KGO_SKIPS = ("KGO_TEST_SCRAM", "KGO_TEST_OAUTH", "broker still takes produce v2")
+
+#: franz-go's tests of share groups (KIP-932) against a broker; each must pass.
+KGO_SHARE_TESTS = (
+    "TestShareGroup",
+    "TestShareGroupETL",
+    "TestShareGroupAckOnClose",
+    "TestShareGroupOffsetsAdmin",
+    "TestConsumeRegexShareSkipsInternal",
+)
 
 
 def test_franz_go_own_suite() -> None:
     """franz-go's kgo integration tests (producing, consuming, groups, transactions) with
     kafkagen as their seed broker, on a cluster of their own."""
-    # ConsumerGroupHeartbeat v1 is advertised, so the suite runs its KIP-848 variants too.
+    # ConsumerGroupHeartbeat v1 is advertised, so the suite runs its KIP-848 variants too;
+    # share.version is on, so it runs its share-group (KIP-932) tests as well.
     with BrokerProcess(*CONFIGS, brokers=3) as b:
-        with WireClient(b.bootstrap.split(",")[0]) as w:
-            U = UpdateFeaturesRequest
-            off = U.FeatureUpdateKey(feature="share.version", max_version_level=0, upgrade_type=2)
-            assert w.call(57, 1, U(feature_updates=[off])).error_code == 0
         result = franz_go_suite(b.bootstrap)
         assert b.alive(), b.stderr_text()
     print(f"\nfranz-go kgo suite: {result['top_level']} top-level, {result['all']} in all")
@@ -220,6 +224,7 @@ def test_franz_go_own_suite() -> None:
     assert result["failed"] == [], result["failed"]
     assert result["package"] == "pass"
     assert result["top_level"].get("pass", 0) >= 140
+    assert not set(KGO_SHARE_TESTS) - set(result["passed"]), result["skipped"]
     unexplained = {
         t: why for t, why in result["skipped"].items() if not any(k in why for k in KGO_SKIPS)
     }

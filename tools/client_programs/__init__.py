@@ -171,7 +171,8 @@ def franz_go_suite(bootstrap: str, records: int = 5000, timeout: float = 600.0) 
     The tests read the seed brokers from ``KGO_SEEDS``; ``KGO_TEST_RECORDS`` bounds the
     records their produce/consume loops move (500,000 by default). Returns the package's
     outcome and the pass/fail/skip counts of top-level tests and of all (sub)tests, with the
-    names of failures and the lines each skipped test logged (its reason among them).
+    names of failures and of passed top-level tests, and the lines each skipped test logged
+    (its reason among them).
     """
     go = _tool("go", "go")
     cmd = [go, "test", "-mod=readonly", "-count=1", f"-timeout={int(timeout) - 30}s", "-json"]
@@ -195,6 +196,7 @@ def franz_go_suite(bootstrap: str, records: int = 5000, timeout: float = 600.0) 
     counts: dict[str, int] = {}
     top: dict[str, int] = {}
     failed: list[str] = []
+    passed: list[str] = []
     skipped: dict[str, str] = {}
     output: dict[str, list[str]] = {}
     package = "no result"
@@ -217,6 +219,8 @@ def franz_go_suite(bootstrap: str, records: int = 5000, timeout: float = 600.0) 
             top[action] = top.get(action, 0) + 1
         if action == "fail":
             failed.append(test)
+        elif action == "pass" and "/" not in test:
+            passed.append(test)
         elif action == "skip" and "/" not in test:
             # Every line the test logged: deferred clean-up may log after the skip reason.
             said = [ln.strip() for ln in output.get(test, []) if ".go:" in ln]
@@ -228,6 +232,7 @@ def franz_go_suite(bootstrap: str, records: int = 5000, timeout: float = 600.0) 
         "top_level": top,
         "all": counts,
         "failed": failed,
+        "passed": passed,
         "skipped": skipped,
     }
 
