@@ -213,8 +213,10 @@ def measure(args: argparse.Namespace, say: Any = print) -> Run:
     deadline = time.monotonic() + args.seconds
     with _serve(3, configs=configs, env=env) as (bootstrap, control, pid):
 
-        def read(label: str, sent: int, outcomes: Counter[str], took: float) -> Reading:
-            time.sleep(args.settle)
+        def read(
+            label: str, sent: int, outcomes: Counter[str], took: float, wait: float
+        ) -> Reading:
+            time.sleep(wait)
             usage = _usage(pid) or (0, 0)
             objects = _control_get(control, f"/memory?top={args.objects}") if args.objects else None
             reading = Reading(label, sent, outcomes, took, usage[0], usage[1], objects)
@@ -223,7 +225,7 @@ def measure(args: argparse.Namespace, say: Any = print) -> Run:
             return reading
 
         say(_HEADER)
-        read("start", 0, Counter(), 0.0)
+        read("start", 0, Counter(), 0.0, args.settle)
         sent = 0
         outcomes: Counter[str] = Counter()
         for i in range(args.rounds):
@@ -247,10 +249,11 @@ def measure(args: argparse.Namespace, say: Any = print) -> Run:
             for outcome, examples in stats.examples.items():
                 for example in examples:
                     say(f"    {outcome}: {example}")
-            read(f"round {i + 1}", sent, Counter(outcomes), stats.seconds)
+            read(f"round {i + 1}", sent, Counter(outcomes), stats.seconds, args.settle)
         started = time.monotonic()
         run.removed = asyncio.run(clean_up(bootstrap))
-        read("clean-up", sent, Counter(outcomes), time.monotonic() - started)
+        took = time.monotonic() - started
+        read("clean-up", sent, Counter(outcomes), took, max(args.settle, args.linger))
     return run
 
 
@@ -317,6 +320,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--settle", type=float, default=SETTLE_S, help=f"seconds before each reading ({SETTLE_S})"
+    )
+    parser.add_argument(
+        "--linger",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="seconds after the clean-up before the last reading, for expiries to pass "
+        "(default: --settle)",
     )
     parser.add_argument(
         "--objects",
