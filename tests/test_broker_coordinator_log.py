@@ -138,8 +138,8 @@ def test_append_errors_are_reported_as_kafkas_coordinators_report_them(
 
 def test_share_partition_keys_do_not_fill_the_key_cache() -> None:
     """A share-partition key names any topic id a request carries: hashed each time, not
-    kept in the cache of group and transactional ids (65,536 entries of about 220 bytes
-    when full), where random requests used to fill it."""
+    kept in the cache of group and transactional ids (65,536 entries, about 250 bytes each
+    with its key, when full), where random requests used to fill it."""
     h = harness()
     share = h.cluster.brokers[0].share_coordinator
     group_log = log_of(h, 0)

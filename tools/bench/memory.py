@@ -335,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         metavar="N",
         help="also read the server's live objects by type (control API GET /memory) and "
-        "list the N types that grew most from round 1 to the last round",
+        "list the N types that grew most from round 1 to the last reading",
     )
     parser.add_argument(
         "--tracemalloc",
@@ -369,16 +369,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("removed: " + (", ".join(f"{n:,} {what}" for what, n in run.removed.items()) or "none"))
     for line in verdict(run.readings):
         print(line)
-    rounds = [r for r in run.readings if r.objects and r.label.startswith("round")]
-    if len(rounds) >= 2:
-        print(f"live objects that grew most from {rounds[0].label} to {rounds[-1].label}:")
-        print("\n".join(_grown(rounds[0].objects or {}, rounds[-1].objects or {}, 20)))
-        first, last = rounds[0].objects or {}, rounds[-1].objects or {}
-        if "lines" in first and "lines" in last:
+    # What grew from round 1 (every handler and codec loaded) to the last reading.
+    read = [r for r in run.readings if r.objects and r.label != "start"]
+    if len(read) >= 2:
+        first, last = read[0], read[-1]
+        print(f"live objects that grew most from {first.label} to {last.label}:")
+        print("\n".join(_grown(first.objects or {}, last.objects or {}, 20)))
+        lines_then, lines_now = (first.objects or {}).get("lines"), (last.objects or {}).get(
+            "lines"
+        )
+        if lines_then is not None and lines_now is not None:
             print("traced memory that grew most (bytes, source line):")
-            was = {x["where"]: x["bytes"] for x in first["lines"]}
+            was = {x["where"]: x["bytes"] for x in lines_then}
             grown = sorted(
-                ((x["bytes"] - was.get(x["where"], 0), x["where"]) for x in last["lines"]),
+                ((x["bytes"] - was.get(x["where"], 0), x["where"]) for x in lines_now),
                 reverse=True,
             )
             print("\n".join(f"    {d:>+12,} {w}" for d, w in grown[:20] if d > 0))
