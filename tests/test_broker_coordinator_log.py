@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from broker_helpers import Harness
 from kafkagen.runtime.broker.coordinator.coordinator_log import CoordinatorLog, coordinator_error
-from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TXN_STATE_TOPIC, partition_for
+from kafkagen.runtime.broker.share.share_coordinator import coordinator_key
+from kafkagen.runtime.broker.types import (
+    OFFSETS_TOPIC,
+    TXN_STATE_TOPIC,
+    hash_partition,
+    partition_for,
+)
 from kafkagen.runtime.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
@@ -126,3 +134,26 @@ def test_append_errors_are_reported_as_kafkas_coordinators_report_them(
 ) -> None:
     error = None if append_error is None else error_for_code(append_error)()
     assert coordinator_error(error) == reported
+
+
+def test_share_partition_keys_do_not_fill_the_key_cache() -> None:
+    """A share-partition key names any topic id a request carries: hashed each time, not
+    kept in the cache of group and transactional ids (65,536 entries, about 250 bytes each
+    with its key, when full), where random requests used to fill it."""
+    h = harness()
+    share = h.cluster.brokers[0].share_coordinator
+    group_log = log_of(h, 0)
+    group_log.coordinator_for("g")  # the offsets topic, which share state shares a broker with
+    cached = partition_for.cache_info().currsize
+    for i in range(2000):
+        key = ("group", uuid.UUID(int=i + 1), i % 5)
+        share.partition_of(key)
+        share.log.owner_error(coordinator_key(key))
+        share.log.coordinator_for(coordinator_key(key))
+    assert partition_for.cache_info().currsize == cached
+    # Share keys still land where Kafka puts them.
+    key = ("group", uuid.UUID(int=7), 3)
+    assert share.partition_of(key) == hash_partition(coordinator_key(key), share.log.num_partitions)
+    # Group ids are still cached.
+    group_log.owner_error("another-group")
+    assert partition_for.cache_info().currsize == cached + 1

@@ -19,6 +19,9 @@ from kafkagen.generated.get_telemetry_subscriptions import GetTelemetrySubscript
 from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.push_telemetry import PushTelemetryRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.config.store import ConfigStore
+from kafkagen.runtime.broker.metadata.cluster_metadata import ClusterMetadata
+from kafkagen.runtime.broker.telemetry.client_telemetry import ClientTelemetry
 from kafkagen.runtime.errors import ErrorCode
 
 ZERO = UUID(int=0)
@@ -221,9 +224,7 @@ def test_kafkas_java_client_pushes_the_subscribed_metrics_at_the_interval(
     configs = [f"{k}={v}" for k, v in ON.items() if k != "telemetry.max.bytes"]
     with BrokerProcess(*configs, control=True) as b, WireClient(b.bootstrap) as w:
         match = "client_id=java-perf,client_software_name=apache-kafka-java"
-        subscribe(
-            w, "java", metrics="org.apache.kafka.producer.", interval_ms="1000", match=match
-        )
+        subscribe(w, "java", metrics="org.apache.kafka.producer.", interval_ms="1000", match=match)
         side = Side(b.bootstrap, "tj", tmp_path)
         t = topic(side, "perf", rf=1)
         out = side.run(
@@ -241,3 +242,22 @@ def test_kafkas_java_client_pushes_the_subscribed_metrics_at_the_interval(
         assert names and all(n.startswith("org.apache.kafka.producer.") for n in names)
         gaps = [b["time_ms"] - a["time_ms"] for a, b in zip(seen[1:], seen[2:], strict=False)]
         assert all(400 <= g <= 2500 for g in gaps), gaps
+
+
+def test_expired_instances_are_forgotten_not_kept_until_the_cache_is_full() -> None:
+    """Kafka's client metrics manager removes an instance from its cache when its expiry
+    (three push intervals, at least a minute) passes; clients that asked once and went
+    away must not stay until 16,384 of them fill the cache."""
+    now = [1_000_000]
+    telemetry = ClientTelemetry(ClusterMetadata(ConfigStore()), 2048, time_ms=lambda: now[0])
+    client = {"client_id": "c", "client_software_name": "s", "client_software_version": "1"}
+    for _ in range(500):
+        telemetry.subscription(ZERO, client)
+    assert len(telemetry._instances) == 500
+    # No resource: the default five-minute interval, so fifteen minutes of expiry.
+    now[0] += 15 * 60_000 - 1
+    telemetry.subscription(ZERO, client)
+    assert len(telemetry._instances) == 501
+    now[0] += 1
+    telemetry.subscription(ZERO, client)
+    assert len(telemetry._instances) == 2  # the 500 expired; the one asked later stays

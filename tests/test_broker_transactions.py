@@ -11,9 +11,11 @@ import collections
 import contextlib
 import dataclasses
 import functools
+import gc
 import time
 import uuid
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,8 +23,12 @@ from broker_helpers import WireClient, req, txn_commit_offset
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.storage.partition import ABORT_MARKER, COMMIT_MARKER, parse_control_key
-from kafkagen.runtime.broker.transaction.transaction_coordinator import MarkerWriter
+from kafkagen.runtime.broker.transaction.transaction_coordinator import (
+    DelayedTxnTimeout,
+    MarkerWriter,
+)
 from kafkagen.runtime.broker.transaction.transaction_state import (
+    TxnMetadata,
     TxnSnapshot,
     TxnState,
     decode_txn_key,
@@ -33,7 +39,9 @@ from kafkagen.runtime.broker.transaction.transaction_state import (
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TXN_STATE_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.pagination import paged_version
+from kafkagen.runtime.purgatory import DelayedOperationPurgatory
 from kafkagen.runtime.records import Record, build_batch, iter_batches
+from kafkagen.runtime.timer import ManualClock, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
 TOPIC = "t"
@@ -1477,3 +1485,29 @@ def test_idle_transactional_ids_expire() -> None:
             # The id starts over with a new producer id.
             new_pid, epoch = init_ok(w, idle)
             assert new_pid != pid and epoch == 0
+
+
+def test_a_completed_transaction_deadline_lets_go_of_the_ids_metadata() -> None:
+    """A transaction's deadline stays on its id's watcher list until the purgatory's
+    purge (1000 completions later) once the transaction ended or timed out: it must not
+    keep the id's metadata meanwhile, or every replaced or expired id's stays with it."""
+    clock = ManualClock(0)
+    timer = Timer(clock)
+    purgatory: DelayedOperationPurgatory[DelayedTxnTimeout] = DelayedOperationPurgatory(
+        "TxnTimeout", timer
+    )
+    aborted: list[TxnMetadata] = []
+    coordinator: Any = SimpleNamespace(txns={}, _abort_timed_out=aborted.append)
+    ended = coordinator.txns["ended"] = TxnMetadata("ended", 1, state=TxnState.ONGOING)
+    late = coordinator.txns["late"] = TxnMetadata("late", 2, state=TxnState.ONGOING)
+    ops = [DelayedTxnTimeout(coordinator, ended, 60_000), DelayedTxnTimeout(coordinator, late, 5)]
+    for op, txn in zip(ops, (ended, late), strict=True):
+        assert not purgatory.try_complete_else_watch(op, [txn.transactional_id])
+    ended.state = TxnState.COMPLETE_COMMIT
+    assert purgatory.check_and_complete("ended") == 1
+    for _ in range(6):
+        clock.advance(1)
+        timer.advance_clock()
+    assert aborted == [late]  # the late one's deadline aborted it
+    assert all(op.is_completed for op in ops)
+    assert ended not in gc.get_referents(ops[0]) and late not in gc.get_referents(ops[1])

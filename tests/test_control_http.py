@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from broker_helpers import BrokerProcess, WireClient, req
 from kafkagen.cli.control import ControlClient, ControlRefused
+from kafkagen.generated import message_type
 
 FIND_COORDINATOR, METADATA, API_VERSIONS = 10, 3, 18
 KAFKAGEN = str(Path(sys.executable).parent / "kafkagen")
@@ -138,3 +139,23 @@ def test_network_disk_and_clock_faults_from_the_command_line(
         api.call("POST", "/faults/disk", {"broker": 0, "delay_ms": 5, "ms": 5})
     with pytest.raises(ControlRefused, match="400 a disk delay cannot be negative"):
         api.call("POST", "/faults/disk", {"broker": 0, "delay_ms": -5})
+
+
+def test_memory_counts_the_servers_live_objects(broker: BrokerProcess, api: ControlClient) -> None:
+    """GET /memory counts what the server process holds, by type: a topic's partitions
+    show up once it is created, and go with it."""
+    partition = "kafkagen.runtime.broker.storage.partition.Partition"
+    before = api.call("GET", "/memory?top=100000")["types"].get(partition, 0)
+    Create: Any = message_type(19, "request")
+    topic = Create.CreatableTopic(name="memory-t", num_partitions=4, replication_factor=2)
+    create = req(19, topics=[topic], timeout_ms=5000)
+    with WireClient(broker.bootstrap) as w:
+        assert w.call(19, 5, create).topics[0].error_code == 0
+        got = api.call("GET", "/memory?top=100000")
+        # Four partitions, each with a replica on both brokers.
+        assert got["types"][partition] == before + 8
+        assert got["objects"] > sum(got["types"].values()) // 2 > 0
+        assert "lines" not in got  # tracemalloc is not tracing in this server
+        delete = req(20, topic_names=["memory-t"], timeout_ms=5000)
+        assert w.call(20, 5, delete).responses[0].error_code == 0
+    assert api.call("GET", "/memory?top=100000")["types"].get(partition, 0) == before

@@ -22,6 +22,7 @@ __all__ = [
     "PartitionInfo",
     "TopicInfo",
     "java_hash",
+    "hash_partition",
     "partition_for",
 ]
 
@@ -91,9 +92,16 @@ def java_hash(s: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def partition_for(key: str, partitions: int) -> int:
-    """The internal-topic partition of a group or transactional id, as Kafka computes it
-    (cached: listings ask it of every group, every page)."""
+def hash_partition(key: str, partitions: int) -> int:
+    """The internal-topic partition of ``key``, as Kafka computes it (not cached)."""
     h = java_hash(key)
     return (0 if h == -(2**31) else abs(h)) % partitions
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def partition_for(key: str, partitions: int) -> int:
+    """`hash_partition` of a group or transactional id, cached: listings ask it of every
+    group, every page. Only for ids that name state the broker keeps, each entry holding
+    about 140 bytes and its key: keys that requests make up without end (share-partition
+    keys name any topic id) use `hash_partition`."""
+    return hash_partition(key, partitions)

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -173,9 +173,15 @@ def _cluster(kafka: bool, partitions: int) -> Iterator[tuple[str, Faults, int | 
 
 
 @contextmanager
-def _serve(brokers: int, startup: float = 60.0) -> Iterator[tuple[str, str, int]]:
+def _serve(
+    brokers: int,
+    startup: float = 60.0,
+    configs: Sequence[str] = SERVE_CONFIGS,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[tuple[str, str, int]]:
     """``kafkagen serve`` with its control API, in a process of its own (the clients'
-    threads and the brokers do not share an interpreter)."""
+    threads and the brokers do not share an interpreter); ``env`` adds to its
+    environment."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -187,8 +193,9 @@ def _serve(brokers: int, startup: float = 60.0) -> Iterator[tuple[str, str, int]
             "0",
             "--control-port",
             "0",
-            *(arg for config in SERVE_CONFIGS for arg in ("--config", config)),
+            *(arg for config in configs for arg in ("--config", config)),
         ],
+        env=None if env is None else {**os.environ, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

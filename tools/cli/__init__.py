@@ -117,7 +117,7 @@ COMMANDS = (
     Command(
         "bench",
         "kafkagen.cli",
-        "benchmarks: codecs, purgatory, fuzz (kafkagen bench codecs --help)",
+        "benchmarks: codecs, purgatory, fuzz, memory ... (kafkagen bench --help)",
         run="_bench",
         parsed=False,
     ),
@@ -130,6 +130,7 @@ BENCHMARKS = {
     "fuzz": "the fuzz job's message loop: plain, local[1], local[2] and two plain loops",
     "kafka": "kafkagen serve against Apache Kafka 4.4.0: start-up, produce, consume, latency",
     "profile": "kafkagen serve's CPU per request, batch and record under produce and consume",
+    "memory": "kafkagen serve's memory under rounds of random requests and after a clean-up",
 }
 
 

@@ -24,6 +24,9 @@ POST   /faults/disk, /faults/network  {"broker": 1, "delay_ms": 200}: slow it
 POST   /faults/clock                  {"broker": 1, "skew_ms": 60000}: move its clock
 DELETE /faults                        heal: remove every fault
 POST   /reset                         undo rules, records, faults, stopped brokers, caps
+GET    /memory?top=N                  the process's live objects by type (after a full
+                                      collection) and, when tracemalloc traces, the
+                                      source lines holding most memory
 ====== ============================== ===============================================
 
 Errors answer 400 (a bad body or a control that cannot be done) or 404 (no such
@@ -33,10 +36,13 @@ endpoint or rule) with ``{"error": "..."}``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import re
+import tracemalloc
 import urllib.parse
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -131,6 +137,7 @@ class ControlServer:
             ("POST", re.compile(r"/faults/(partition|disk|network|clock)"), self._fault),
             ("DELETE", re.compile(r"/faults"), self._heal),
             ("POST", re.compile(r"/reset"), self._reset),
+            ("GET", re.compile(r"/memory"), self._memory),
         ]
 
     async def start(self, port: int = 0) -> int:
@@ -314,6 +321,40 @@ class ControlServer:
     async def _reset(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
         await self.control.reset()
         return {"reset": True}
+
+    async def _memory(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
+        return memory_json(int(q.get("top", "30")))
+
+
+def memory_json(top: int) -> dict[str, Any]:
+    """What the process holds: live objects counted by type after a full collection, and
+    the ``top`` source lines holding most traced memory when tracemalloc traces (start
+    the server with PYTHONTRACEMALLOC=1). For finding what grows between two reads."""
+    gc.collect()
+    counts = Counter(_type_name(type(o)) for o in gc.get_objects())
+    out: dict[str, Any] = {
+        "objects": sum(counts.values()),
+        "types": dict(counts.most_common(top)),
+    }
+    if tracemalloc.is_tracing():
+        snapshot = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(False, tracemalloc.__file__)]
+        )
+        stats = snapshot.statistics("lineno")
+        out["traced_bytes"] = sum(s.size for s in stats)
+        out["lines"] = [
+            {
+                "where": f"{s.traceback[0].filename}:{s.traceback[0].lineno}",
+                "bytes": s.size,
+                "blocks": s.count,
+            }
+            for s in stats[:top]
+        ]
+    return out
+
+
+def _type_name(t: type) -> str:
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
 def _versions_json(control: Control, node: int) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from ..coordinator.coordinator_log import CoordinatorLog
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..storage.partition import Partition
 from ..storage.replica_manager import ReplicaManager
-from ..types import partition_for
+from ..types import hash_partition
 
 __all__ = ["SHARE_STATE_TOPIC", "ShareCoordinator", "ShareState", "StateBatch", "coordinator_key"]
 
@@ -114,13 +114,14 @@ class ShareCoordinator:
             write_timeout_ms=lambda: configs.broker_int("share.coordinator.write.timeout.ms"),
             on_load=self._load,
             on_unload=self._unload,
+            cache_keys=False,  # a key names any topic id: a cache would fill with them
         )
         self.states: dict[Key, ShareState] = {}
         #: Update records written since each partition's last snapshot.
         self._updates: dict[Key, int] = {}
 
     def partition_of(self, key: Key) -> int:
-        return partition_for(coordinator_key(key), self.log.num_partitions)
+        return hash_partition(coordinator_key(key), self.log.num_partitions)
 
     def check_owner(self, key: Key) -> None:
         """Raise NOT_COORDINATOR (or COORDINATOR_NOT_AVAILABLE) unless this broker owns it."""

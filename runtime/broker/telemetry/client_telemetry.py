@@ -10,9 +10,9 @@ when the resources a client matches change, and a push naming the old id gets
 UNKNOWN_SUBSCRIPTION_ID, which sends the client back for the new one.
 
 Each instance is remembered (at most 16384, each for three intervals or a minute since its
-last request) with the times of its last request of each kind: asking again before an
-interval has passed, or pushing twice within one, answers THROTTLING_QUOTA_EXCEEDED (the
-first push after a subscription is always taken: clients add jitter). A push after a
+last request, then forgotten) with the times of its last request of each kind: asking again
+before an interval has passed, or pushing twice within one, answers THROTTLING_QUOTA_EXCEEDED
+(the first push after a subscription is always taken: clients add jitter). A push after a
 terminating one is INVALID_REQUEST. The receiver, when installed, keeps the latest pushes
 (their sizes, and the metric names read from the OTLP payload) for tests and tools to look
 at; without it pushes are checked and dropped, as Kafka does without a telemetry reporter.
@@ -257,7 +257,20 @@ class ClientTelemetry:
         self._instances.move_to_end(instance_id)
         while len(self._instances) > _MAX_INSTANCES:
             self._instances.popitem(last=False)
+        self._forget_expired(now)
         return inst
+
+    def _forget_expired(self, now: int) -> None:
+        """Drop the instances whose expiry passed, as Kafka's expiration timer removes
+        them from its cache: the dict runs from the least recently asked, so it stops at
+        the first one still alive (one asked later expires no sooner unless its interval
+        is shorter; it goes once the ones before it have)."""
+        instances = self._instances
+        while instances:
+            oldest = next(iter(instances.values()))
+            if now - oldest.last_request_ms < oldest.expiry_ms:
+                return
+            instances.popitem(last=False)
 
 
 def _grant(

@@ -114,27 +114,32 @@ class DelayedTxnTimeout(DelayedOperation):
     def __init__(self, coordinator: TransactionCoordinator, txn: TxnMetadata, delay_ms: int):
         super().__init__(delay_ms)
         self._coordinator = coordinator
-        self._txn = txn
+        #: None once completed: a completed deadline stays on its id's watcher list until
+        #: the purgatory's purge, and must not keep a replaced or expired id's metadata.
+        self._txn: TxnMetadata | None = txn
         self._version = txn.version
 
-    def _still_open(self) -> bool:
-        txn = self._txn
+    def _still_open(self, txn: TxnMetadata | None) -> bool:
         return (
-            txn.state is TxnState.ONGOING
+            txn is not None
+            and txn.state is TxnState.ONGOING
             and self._coordinator.txns.get(txn.transactional_id) is txn
         )
 
     def try_complete(self) -> bool:
-        if self._still_open():
+        if self._still_open(self._txn):
             return False
-        return self.force_complete()
+        completed = self.force_complete()
+        self._txn = None
+        return completed
 
     def on_complete(self) -> None:
         pass
 
     def on_expiration(self) -> None:
-        if self._still_open():
-            self._coordinator._abort_timed_out(self._txn)
+        txn, self._txn = self._txn, None
+        if txn is not None and self._still_open(txn):
+            self._coordinator._abort_timed_out(txn)
 
 
 class TransactionCoordinator:
