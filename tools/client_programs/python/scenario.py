@@ -225,19 +225,33 @@ class Confluent:
                 "heartbeat.interval.ms": 500,
             }
         )
+        joined: list[bool] = []
+
+        def on_assign(_c: Any, ps: Any) -> None:
+            joined.append(True)
+            s.assigned(index, {p.partition for p in ps})
+
         c.subscribe(
             [s.summary["topic"]],
-            on_assign=lambda _c, ps: s.assigned(index, {p.partition for p in ps}),
+            on_assign=on_assign,
             on_revoke=lambda _c, ps: s.revoked(index, {p.partition for p in ps}),
         )
+        # A broker may not know a topic created a moment ago (its metadata lags the
+        # controller's); librdkafka reports that and asks again, so it is no error
+        # before the member's first assignment.
+        early = (ck.KafkaError._PARTITION_EOF, ck.KafkaError.UNKNOWN_TOPIC_OR_PART)
 
         class Polling:
             def poll_once(self) -> None:
                 msgs = c.consume(100, 0.1)
                 good = [m for m in msgs if m.error() is None]
                 for m in msgs:
-                    if m.error() is not None and m.error().code() != ck.KafkaError._PARTITION_EOF:
-                        s.error(f"member {index}: {m.error()}")
+                    err = m.error()
+                    if err is None or err.code() == ck.KafkaError._PARTITION_EOF:
+                        continue
+                    if not joined and err.code() in early:
+                        continue
+                    s.error(f"member {index}: {err}")
                 for m in good:
                     s.consumed(index, m.partition(), m.offset(), m.key())
                 if good:
