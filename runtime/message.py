@@ -150,23 +150,8 @@ class Message(Struct):
 
     def encode(self, version: int) -> bytes:
         """The wire bytes of this message at ``version``."""
-        try:
-            encoder = self._encoders[version]
-        except KeyError:
-            raise UnsupportedVersionError(
-                f"{type(self).__name__} has no version {version} "
-                f"(supported {self.LOWEST_VERSION}-{self.HIGHEST_VERSION})"
-            ) from None
         out: list[bytes] = []
-        try:
-            encoder(self, out.append)
-        except FieldUnsupported as e:
-            raise UnsupportedVersionError(
-                f"cannot write {e.path} at version {version}: {e.why}"
-            ) from None
-        except (struct.error, TypeError, AttributeError, OverflowError) as e:
-            # A field holds a value of the wrong type or range for its wire type.
-            raise ValueError(f"cannot encode {type(self).__name__} v{version}: {e}") from None
+        self._write_to(out.append, version)
         return b"".join(out)
 
     #: What a compiled ``encode`` (see :func:`bind_native`) runs for anything but a plain
@@ -219,6 +204,7 @@ class Message(Struct):
                 f"cannot write {e.path} at version {version}: {e.why}"
             ) from None
         except (struct.error, TypeError, AttributeError, OverflowError) as e:
+            # A field holds a value of the wrong type or range for its wire type.
             raise ValueError(f"cannot encode {type(self).__name__} v{version}: {e}") from None
 
 
