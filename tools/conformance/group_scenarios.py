@@ -10,6 +10,7 @@ from uuid import UUID
 from kafkagen.generated.consumer_group_describe import ConsumerGroupDescribeRequest
 from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kafkagen.generated.delete_groups import DeleteGroupsRequest
+from kafkagen.generated.describe_configs import DescribeConfigsRequest
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest
 from kafkagen.generated.heartbeat import HeartbeatRequest
@@ -471,6 +472,32 @@ def group_configs(group: str, **configs: str) -> IncrementalAlterConfigsRequest:
     )
 
 
+async def group_configs_seen(s: Session, group: str, node: int, **configs: str) -> None:
+    """Wait (at most 10 s) until ``node`` describes ``configs`` on the group as set. Kafka's
+    brokers learn a group config from the controller's log a moment after the answer to
+    IncrementalAlterConfigs, so a heartbeat sent at once may still see the old value."""
+    D = DescribeConfigsRequest
+    want = {k.replace("_", "."): v for k, v in configs.items()}
+    describe = D(
+        resources=[
+            D.DescribeConfigsResource(
+                resource_type=GROUP_RESOURCE, resource_name=group, configuration_keys=list(want)
+            )
+        ]
+    )
+    deadline = time.monotonic() + 10.0
+    while True:
+        r = await s.setup(describe, node=node)
+        seen = {c.name: c.value for res in r.results for c in res.configs}
+        if all(seen.get(k) == v for k, v in want.items()):
+            # The group coordinator takes the change just after the broker's config view.
+            await asyncio.sleep(0.2)
+            return
+        if time.monotonic() > deadline:
+            raise SetupError(f"group {group}: node {node} did not see {want} within 10 s")
+        await asyncio.sleep(0.1)
+
+
 @scenario("ConsumerGroupHeartbeat", "join", "a new member subscribing to a topic")
 async def cg_join(s: Session) -> None:
     t = await s.create_topic(partitions=2)
@@ -600,6 +627,7 @@ async def cg_group_assignment_interval(s: Session) -> None:
     g = s.name("g")
     node = await s.coordinator(g)
     await s.setup(group_configs(g, consumer_assignment_interval_ms=str(CONSUMER_INTERVAL_MS)))
+    await group_configs_seen(s, g, node, consumer_assignment_interval_ms=str(CONSUMER_INTERVAL_MS))
     first, second = "consumer-member-000000001", "consumer-member-000000002"
     # The first member's target is computed at its join: the recorded steps in the
     # interval must come within its first half (checked before the wait).

@@ -18,7 +18,7 @@ from kafkagen.generated.streams_group_topology_description_update import (
 )
 
 from .core import Session, SetupError, scenario
-from .group_scenarios import consumer_protocol_member, group_configs
+from .group_scenarios import consumer_protocol_member, group_configs, group_configs_seen
 
 H = StreamsGroupHeartbeatRequest
 #: A Streams client names itself and its process.
@@ -84,15 +84,17 @@ def _beat(group: str, epoch: int, member: str = MEMBER, **override: Any) -> Any:
     return req
 
 
-async def _joined(s: Session, group: str, source: str | None = None) -> Any:
-    """A member in ``group`` on a new source topic (not recorded); its join's answer. A
+async def _joined(s: Session, group: str, source: str | None = None, **override: Any) -> Any:
+    """A member in ``group`` on a new source topic (not recorded), its join changed by
+    ``override`` (see `_join`); its join's answer. A
     coordinator that moves, loads or has not seen the topic yet is asked again, for at most
     20 s; a join refused otherwise stops the scenario as a set-up error naming the error,
     rather than letting the recorded steps run against a group that was never made."""
     source = source or await s.create_topic(partitions=2)
     deadline = time.monotonic() + 20.0
     while True:
-        r = await s.setup(_join(group, _topology(s, source)), node=await s.coordinator(group))
+        join = _join(group, _topology(s, source), **override)
+        r = await s.setup(join, node=await s.coordinator(group))
         if r.error_code == 0:
             return r
         if r.error_code not in _NOT_YET or time.monotonic() > deadline:
@@ -330,9 +332,8 @@ async def _static_joined(s: Session, group: str) -> tuple[Any, int, str]:
     """A static member (instance id ``INSTANCE``) alone in ``group`` on a new source topic
     (not recorded): its join's answer, the coordinator and the topic."""
     source = await s.create_topic(partitions=2)
-    node = await s.coordinator(group)
-    r = await s.setup(_join(group, _topology(s, source), instance_id=INSTANCE), node=node)
-    return r, node, source
+    r = await _joined(s, group, source, instance_id=INSTANCE)
+    return r, await s.coordinator(group), source
 
 
 def _rejoin(s: Session, group: str, source: str) -> Any:
@@ -629,14 +630,13 @@ def _answer(since: int) -> Callable[[Any], Any]:
 )
 async def st_group_standby_replicas(s: Session) -> None:
     g = s.name("g")
-    await s.setup(
-        group_configs(
-            g,
-            streams_num_standby_replicas="1",
-            streams_assignment_interval_ms="0",
-            streams_initial_rebalance_delay_ms="0",
-        )
-    )
+    own = {
+        "streams_num_standby_replicas": "1",
+        "streams_assignment_interval_ms": "0",
+        "streams_initial_rebalance_delay_ms": "0",
+    }
+    await s.setup(group_configs(g, **own))
+    await group_configs_seen(s, g, await s.coordinator(g), **own)
     node, first, source = await _first_member(s, g)
     second_join = await s.setup(_second_join(s, g, source), node=node)
     second = _Member(OTHER, OTHER_PROCESS, second_join.member_epoch)
@@ -645,6 +645,7 @@ async def st_group_standby_replicas(s: Session) -> None:
     describe = StreamsGroupDescribeRequest(group_ids=[g])
     before = await s.call(describe, node=node, keep=_placement(names))
     await s.call(group_configs(g, streams_num_standby_replicas="0"))
+    await group_configs_seen(s, g, node, streams_num_standby_replicas="0")
     since = first.epoch
     r = await s.call(first.beat(g), node=node, keep=_answer(since))
     if r is None or r.error_code or before is None:
@@ -677,13 +678,12 @@ INTERVAL_MS = 4000
 )
 async def st_group_assignment_interval(s: Session) -> None:
     g = s.name("g")
-    await s.setup(
-        group_configs(
-            g,
-            streams_assignment_interval_ms=str(INTERVAL_MS),
-            streams_initial_rebalance_delay_ms="0",
-        )
-    )
+    own = {
+        "streams_assignment_interval_ms": str(INTERVAL_MS),
+        "streams_initial_rebalance_delay_ms": "0",
+    }
+    await s.setup(group_configs(g, **own))
+    await group_configs_seen(s, g, await s.coordinator(g), **own)
     node, first, source = await _first_member(s, g)
     # The first member's target was computed within the last round of `_settle`.
     computed = time.monotonic()
