@@ -1390,6 +1390,11 @@ static int enc_struct(Out *o, Prog *p, PyObject *obj) {
             if (r < 0) return r;
             continue;
         }
+        if (op->kind == K_STRING) { /* runs no Python code: the slot's reference suffices */
+            r = enc_string(o, v, op->compact, op->nullable, op);
+            if (r < 0) return r;
+            continue;
+        }
         Py_INCREF(v);
         if (op->kind != K_ABSENT) {
             r = enc_value(o, op, v);
@@ -1517,6 +1522,49 @@ static PyObject *codec_encode(Codec *self, PyObject *const *args, Py_ssize_t nar
  * error the caller would get without the accelerator. */
 static PyObject *encoders_name, *python_encode_name;
 
+/* The compiled layouts message_encode found, by the encoders dict they came from: a class
+ * keeps one dict of encoders until bind_native or a test replaces it whole, so a dict seen
+ * before answers a small version without a dict lookup. The entry holds the dict (which
+ * holds the codecs, which hold the programs); a new dict at the same slot replaces it. */
+#define ENC_CACHE_SLOTS 256
+#define ENC_CACHE_VERSIONS 32
+typedef struct {
+    PyObject *encoders;
+    Prog *progs[ENC_CACHE_VERSIONS];
+} EncCacheEntry;
+static EncCacheEntry enc_cache[ENC_CACHE_SLOTS];
+
+static inline EncCacheEntry *enc_cache_entry(PyObject *encoders) {
+    return &enc_cache[((uintptr_t)encoders >> 5) % ENC_CACHE_SLOTS];
+}
+
+/* The compiled layout of version ``v`` in ``encoders``, or NULL (no compiled layout: the
+ * Python method answers). Borrowed: the caller holds ``encoders`` while it runs. */
+static Prog *encoder_prog(PyObject *encoders, PyObject *v) {
+    long version = PyLong_CheckExact(v) ? PyLong_AsLong(v) : -1;
+    if (version == -1 && PyErr_Occurred()) PyErr_Clear();
+    EncCacheEntry *e = enc_cache_entry(encoders);
+    int cached = e->encoders == encoders && version >= 0 && version < ENC_CACHE_VERSIONS;
+    if (cached && e->progs[version] != NULL) return e->progs[version];
+    PyObject *fn = PyDict_Check(encoders) ? PyDict_GetItemWithError(encoders, v) : NULL;
+    if (fn == NULL || !PyCFunction_Check(fn) ||
+        PyCFunction_GET_FUNCTION(fn) != (PyCFunction)(void (*)(void))codec_encode) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Prog *p = ((Codec *)PyCFunction_GET_SELF(fn))->prog;
+    if (version >= 0 && version < ENC_CACHE_VERSIONS) {
+        if (e->encoders != encoders) {
+            PyObject *old = e->encoders;
+            e->encoders = Py_NewRef(encoders);
+            memset(e->progs, 0, sizeof e->progs);
+            Py_XDECREF(old);
+        }
+        e->progs[version] = p;
+    }
+    return p;
+}
+
 static PyObject *message_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 1) {
         PyErr_SetString(PyExc_TypeError, "encode(version)");
@@ -1526,13 +1574,9 @@ static PyObject *message_encode(PyObject *self, PyObject *const *args, Py_ssize_
     /* Borrowed, from the type's attribute cache: a plain class attribute needs none of
      * getattr's descriptor steps. */
     PyObject *encoders = _PyType_Lookup(type, encoders_name);
-    PyObject *fn = encoders != NULL && PyDict_Check(encoders)
-                       ? PyDict_GetItemWithError(encoders, args[0])
-                       : NULL;
-    if (fn != NULL && PyCFunction_Check(fn) &&
-        PyCFunction_GET_FUNCTION(fn) == (PyCFunction)(void (*)(void))codec_encode) {
-        Py_INCREF(fn); /* a comparison's Python code could replace the dict's entry */
-        Prog *p = ((Codec *)PyCFunction_GET_SELF(fn))->prog;
+    Prog *p = encoders != NULL ? encoder_prog(encoders, args[0]) : NULL;
+    if (p != NULL) {
+        Py_INCREF(encoders); /* a value's Python code could replace the class's dict */
         unsigned char init[1024];
         Out o = OUT_ON_STACK(init);
         /* Messages of a type tend to be of similar sizes: a large one starts with the room
@@ -1544,7 +1588,7 @@ static PyObject *message_encode(PyObject *self, PyObject *const *args, Py_ssize_
         if (r == 0) p->last_size = o.len;
         PyObject *data = r < 0 ? NULL : out_bytes(&o);
         out_release(&o);
-        Py_DECREF(fn);
+        Py_DECREF(encoders);
         if (data != NULL) return data;
     }
     PyErr_Clear();

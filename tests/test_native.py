@@ -185,6 +185,31 @@ def test_a_message_encodes_in_one_compiled_call_at_every_size() -> None:
                 assert gc.isenabled()
 
 
+@native_only
+def test_encode_follows_a_class_whose_encoders_are_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The compiled encode remembers the layouts it found by the class's encoders dict: a
+    dict put in its place (as bind_native, the fuzz's checks and the tests do) is used from
+    the next call, and the first one is again once it is back."""
+    cls = message_type(3, "request")
+    msg = MetadataRequest(topics=None)
+    own = cls._encoders
+    at_1, at_4 = msg.encode(1), msg.encode(4)
+
+    def refusing(o: Any, w: Any) -> None:
+        raise UnsupportedVersionError("refused here")
+
+    monkeypatch.setattr(cls, "_encoders", {**own, 4: refusing})
+    assert msg.encode(1) == at_1
+    with pytest.raises(UnsupportedVersionError, match="refused here"):
+        msg.encode(4)
+    monkeypatch.setattr(cls, "_encoders", {**own, 4: own[1]})  # v1's layout at v4
+    assert msg.encode(4) == at_1 != at_4
+    monkeypatch.setattr(cls, "_encoders", own)
+    assert (msg.encode(1), msg.encode(4)) == (at_1, at_4)
+
+
 @pytest.mark.skipif(not PURE, reason="checks the KAFKAGEN_PURE_PYTHON=1 mode")
 def test_the_environment_switch_keeps_every_codec_in_pure_python() -> None:
     assert runtime.native is None
