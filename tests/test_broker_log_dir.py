@@ -31,6 +31,7 @@ from kafkagen.runtime.broker.security.acls import (
 from kafkagen.runtime.broker.storage import log_store
 from kafkagen.runtime.broker.storage.log_store import PartitionFiles
 from kafkagen.runtime.broker.storage.partition import Partition
+from kafkagen.runtime.broker.storage.replica_manager import FetchInfo, FetchParams
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_batches
@@ -625,6 +626,90 @@ def test_batches_past_the_cache_budget_leave_memory_and_are_read_from_their_file
             in_log = c.call(lambda p=p: b"".join(b.data for b in p.log.batches))
             assert in_log == on_disk
         assert len(segment_files(tmp_path, leader, TOPIC, 0)) >= 5
+
+
+def test_a_fetch_sends_batches_from_their_file_without_copying_them(tmp_path: Path) -> None:
+    """With a log directory, a fetch of 64 KiB or more of batches that one segment file
+    holds one after another answers with a view of the file (in memory or not), not a
+    copy; a smaller one, or one across files, with bytes; the consumer reads the same."""
+    values = [b"%04d" % i * 250 for i in range(200)]  # 1,000-byte values, one batch each
+    with BackgroundCluster(configs={"log.dirs": str(tmp_path)}) as c:
+        assert c.cluster is not None and c.cluster.storage is not None
+        cache = c.cluster.storage.cache
+        c.call(lambda: setattr(cache, "budget", 40_000))
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 1, 1, configs={"internal.segment.bytes": "100000"}))
+        with WireClient(c.bootstrap) as w:
+            for i, v in enumerate(values):
+                assert produce(w, 0, batch([v], timestamp=TS + i)).error_code == 0
+            got = [v for _, _, v in records_of(fetch(w, 0, 0).records)]
+            assert got == values[: len(got)] and len(got) >= 90  # the first file at least
+        rm = c.cluster.brokers[0].replica_manager
+        files = segment_files(tmp_path, 0, TOPIC, 0)
+        assert len(files) == 3
+
+        def read(offset: int, max_bytes: int) -> Any:
+            params = FetchParams(max_bytes=max_bytes)
+            [(_, r)] = rm.read_from_local_log(
+                params, [(TopicPartition(TOPIC, 0), FetchInfo(offset, max_bytes))]
+            )
+            return r.records
+
+        first = files[0].read_bytes()
+        whole = c.call(lambda: read(0, len(first)))  # the first file, mostly out of memory
+        assert isinstance(whole, memoryview) and bytes(whole) == first
+        last = len(list(iter_batches(first)))
+        second = files[1].read_bytes()
+        newest = c.call(lambda: read(last, len(second)))  # the second file, partly in memory
+        assert isinstance(newest, memoryview) and bytes(newest) == second
+        small = c.call(lambda: read(3, 2_500))
+        assert type(small) is bytes and [b.base_offset for b in iter_batches(small)] == [3, 4]
+        size = len(first) // last  # of each batch
+        across = c.call(lambda: read(last - 2, 2 * size + len(second)))  # two files: joined
+        assert type(across) is bytes and across.endswith(bytes(newest))
+        assert first.endswith(across[: len(across) - len(newest)])
+        assert next(iter_batches(across)).base_offset == last - 2
+
+
+def test_a_follower_truncation_leaves_the_bytes_of_a_view_being_sent(tmp_path: Path) -> None:
+    """A view handed to a fetch's answer keeps its bytes while the follower that served it
+    truncates that file: the kept part moves to a new file, which later appends extend
+    (cutting the mapped file in place would make reading the view fault)."""
+    script = f"""
+import uuid
+from pathlib import Path
+from kafkagen.runtime.broker.storage._log import LogBatch, served
+from kafkagen.runtime.broker.storage.log_store import PartitionFiles
+from kafkagen.runtime.records import Record, build_batch, iter_batches
+from kafkagen.runtime.topic_partition import TopicPartition
+
+d = Path({str(tmp_path / "t-0")!r})
+files = PartitionFiles(TopicPartition("t", 0), d, uuid.uuid4(), lambda: None)
+def stored(i):
+    data = build_batch([Record(value=b"%04d" % i * 2000)], base_offset=i)
+    b = LogBatch(i, i, data, 0, i, 0)
+    files.append(b, False)
+    return b
+batches = [stored(i) for i in range(40)]
+view = served(batches)
+assert isinstance(view, memoryview), type(view)
+sent = bytes(view)
+files.truncate(10)
+assert bytes(view) == sent  # read after the cut
+del view
+[path] = sorted(d.glob("*.log"))
+kept = path.read_bytes()
+assert kept == sent[: len(kept)] and [b.base_offset for b in iter_batches(kept)] == list(range(10))
+stored(10)
+assert [b.base_offset for b in iter_batches(path.read_bytes())] == list(range(11))
+print("kept", len(kept))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.startswith("kept ")
+    assert not list((tmp_path / "t-0").glob("*.tmp"))
 
 
 def test_segment_files_are_fsynced_every_flush_messages_records_as_kafka_does(

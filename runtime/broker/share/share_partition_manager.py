@@ -131,7 +131,7 @@ class _LockTimeout(DelayedOperation):
             self._manager._lock_expired(self._key, self._partition, self._lock)
 
 
-def _batches(records: bytes) -> list[tuple[int, int, bytes]]:
+def _batches(records: bytes | memoryview) -> list[tuple[int, int, bytes | memoryview]]:
     """(first offset, last offset, bytes) of each record batch read from a log."""
     out = []
     at = 0
@@ -144,7 +144,7 @@ def _batches(records: bytes) -> list[tuple[int, int, bytes]]:
     return out
 
 
-def _aborted_bases(records: bytes, aborted: list[tuple[int, int]]) -> set[int]:
+def _aborted_bases(records: bytes | memoryview, aborted: list[tuple[int, int]]) -> set[int]:
     """Base offsets of the batches in ``records`` holding data of the ``aborted``
     transactions (producer id, first offset), which read_committed never delivers."""
     pending = sorted(aborted, key=lambda a: a[1])

@@ -24,13 +24,46 @@ from typing import Protocol
 
 from kafkagen.runtime.records import NO_TIMESTAMP, RecordBatch
 
-__all__ = ["BatchHome", "Log", "LogBatch", "LogStorage", "Segment"]
+__all__ = ["BatchHome", "Log", "LogBatch", "LogStorage", "Segment", "VIEW_MIN", "served"]
 
 
 class BatchHome(Protocol):
     """Where a batch's bytes can be read again once memory let go of them (a segment file)."""
 
     def read(self, position: int, size: int) -> bytes: ...
+
+    def view(self, position: int, size: int) -> memoryview: ...
+
+
+#: From this many bytes, batches that lie one after another in one file are served as a
+#: view of it (`served`) rather than read or joined into new bytes: below it a copy costs
+#: less than mapping the file.
+VIEW_MIN = 64 * 1024
+
+
+def served(batches: Sequence[LogBatch]) -> bytes | memoryview:
+    """The bytes of ``batches`` (consecutive, from `Log.read`) as one value to send.
+
+    One batch in memory is its own bytes. Batches that one segment file holds one after
+    another, ``VIEW_MIN`` bytes or more, are a view of the file, whether memory still has
+    them or not: no copy is made, as Kafka sends a segment's bytes straight from the file.
+    Anything else is read and joined."""
+    if not batches:
+        return b""
+    first = batches[0]
+    if len(batches) == 1 and first._data is not None:
+        return first._data
+    home = first._home
+    if home is not None:
+        end = first._position
+        for b in batches:
+            if b._home is not home or b._position != end:
+                break
+            end += b.size
+        else:
+            if end - first._position >= VIEW_MIN:
+                return home.view(first._position, end - first._position)
+    return first.data if len(batches) == 1 else b"".join(b.data for b in batches)
 
 
 class LogBatch:

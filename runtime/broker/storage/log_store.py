@@ -23,7 +23,9 @@ Every append is written to its segment at once, so a killed process loses nothin
 has. As Kafka, the files are fsynced every ``flush.messages`` records (by default never),
 when a segment rolls and when the broker stops, not before an acks=-1 answer: replication
 is what that waits for. The process keeps the newest `CACHE_BYTES` of batches in memory
-(`BatchCache`); older ones are read from their files when fetched.
+(`BatchCache`); older ones are read from their files when fetched, and a fetch of 64 KiB
+or more of one file's batches is sent from a read-only mapping of the file
+(`_Segment.view`), which a truncation leaves intact.
 
 Truncations (a follower's divergent tail) cut the files, log start moves drop whole
 segments below the start and are checkpointed, deleted replicas lose their directory.
@@ -43,11 +45,13 @@ import collections
 import fcntl
 import json
 import logging
+import mmap
 import os
 import re
 import shutil
 import struct
 import uuid
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,6 +145,26 @@ class _Segment:
     last_offset: int = -1
     #: Opened on the first read of a batch memory let go of.
     read_fd: int = -1
+    #: The mappings `view` made that something still holds.
+    maps: list[weakref.ref[mmap.mmap]] = field(default_factory=list)
+
+    def view(self, position: int, size: int) -> memoryview:
+        """The ``size`` bytes at ``position`` without a copy: a view of the file mapped
+        read-only, so a fetch sends them from the page cache, as Kafka sends a segment's
+        bytes. The mapping lives while the view (or a slice of it) does; `truncated` keeps
+        its bytes in place meanwhile."""
+        if self.read_fd < 0:
+            self.read_fd = os.open(self.path, os.O_RDONLY)
+        start = position - position % mmap.ALLOCATIONGRANULARITY
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # one fault, not one a page
+        m = mmap.mmap(self.read_fd, position - start + size, flags, mmap.PROT_READ, offset=start)
+        self.maps = [r for r in self.maps if r() is not None]
+        self.maps.append(weakref.ref(m))
+        return memoryview(m)[position - start :]
+
+    def mapped(self) -> bool:
+        """Whether a view of this file is still held somewhere."""
+        return any(r() is not None for r in self.maps)
 
     def read(self, position: int, size: int) -> bytes:
         """The ``size`` bytes at ``position`` (a `BatchHome` of the batches it holds)."""
@@ -158,6 +182,23 @@ class _Segment:
         if self.read_fd >= 0:
             os.close(self.read_fd)
             self.read_fd = -1
+
+
+def _replace_with_prefix(seg: _Segment, size: int) -> None:
+    """Replace ``seg``'s file with a new one holding its first ``size`` bytes."""
+    tmp = seg.path.with_name(seg.path.name + ".tmp")
+    with open(seg.path, "rb") as old, open(tmp, "wb") as new:
+        copied = 0
+        while copied < size:
+            n = os.copy_file_range(old.fileno(), new.fileno(), size - copied, copied, copied)
+            if n == 0:
+                raise LogDirError(f"{seg.path}: ends before {size} bytes, where batches were")
+            copied += n
+        os.fsync(new.fileno())
+    seg.close()  # the read fd is of the old file
+    seg.maps = []
+    os.replace(tmp, seg.path)
+    _fsync_dir(seg.path.parent)
 
 
 class BatchCache:
@@ -363,9 +404,15 @@ class PartitionFiles:
                 continue
             if i < len(seg.bases):
                 pos = seg.positions[i]
-                with open(seg.path, "r+b") as f:
-                    f.truncate(pos)
-                    os.fsync(f.fileno())
+                if seg.mapped():
+                    # A view still held (an answer being sent) would fault on the cut
+                    # pages: the kept part moves to a new file, the old one goes when the
+                    # last view of it does.
+                    _replace_with_prefix(seg, pos)
+                else:
+                    with open(seg.path, "r+b") as f:
+                        f.truncate(pos)
+                        os.fsync(f.fileno())
                 seg.size = pos
                 del seg.bases[i:]
                 del seg.positions[i:]

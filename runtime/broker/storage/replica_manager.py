@@ -19,7 +19,6 @@ COMMIT and ABORT markers (acks=all, answered like a produce).
 from __future__ import annotations
 
 import logging
-import struct
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from ..config.store import ConfigStore
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo
 from . import log_cleaner
-from ._log import LogBatch
+from ._log import LogBatch, served
 from .partition import Partition
 from .replication_quota import ReplicationQuota
 
@@ -90,10 +89,6 @@ _NO_LOG_START_ERRORS = frozenset(
         ErrorCode.INVALID_TOPIC_EXCEPTION,
     }
 )
-# Base offset (int64) and, after 15 bytes, the last offset delta (int32) of a v2 batch.
-_BASE_OFFSET = struct.Struct(">q")
-_LAST_DELTA = struct.Struct(">i")
-_LAST_DELTA_AT = 23
 
 
 @dataclass(slots=True)
@@ -149,7 +144,7 @@ class FetchResult:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: bytes = b""
+    records: bytes | memoryview = b""
     #: A shared fetch's batches (`FetchParams.shared`); records stays empty then.
     batches: list[LogBatch] = field(default_factory=list)
     #: Bytes read, either way.
@@ -650,18 +645,11 @@ class ReplicaManager:
         if params.shared:
             result.batches = batches
         else:
-            result.records = (
-                batches[0].data if len(batches) == 1 else b"".join(b.data for b in batches)
-            )
+            result.records = served(batches)
         if read_committed:
             result.aborted_transactions = []
             if batches:
-                last = batches[-1].data
-                end = (
-                    _BASE_OFFSET.unpack_from(last)[0]
-                    + _LAST_DELTA.unpack_from(last, _LAST_DELTA_AT)[0]
-                    + 1
-                )
+                end = batches[-1].last_offset + 1
                 result.aborted_transactions = [
                     (a.producer_id, a.first_offset)
                     for a in partition.aborted_transactions(info.fetch_offset, end)
