@@ -738,15 +738,23 @@ def assign_offsets(
     cover them, so it stays valid. Each batch keeps its offset deltas: the next batch
     starts after the previous one's last offset.
     """
-    out = bytearray(data)
-    spots = [(b.position, b.last_offset_delta) for b in iter_batches(out, verify_crc=False)]
+    view = memoryview(data)
+    # The new fields between the unchanged runs of bytes, joined once: a produced batch
+    # (up to a MiB) is copied once into what the log keeps, not once more to patch it.
+    pieces: list[Buffer] = []
+    kept_from = 0
     next_offset = base_offset
-    for position, last_delta in spots:
-        _I64.pack_into(out, position, next_offset)
+    for b in iter_batches(view, verify_crc=False):
+        at = b.position
+        pieces += (view[kept_from:at], _I64.pack(next_offset))
+        kept_from = at + 8
         if partition_leader_epoch is not None:
-            _I32.pack_into(out, position + _PARTITION_LEADER_EPOCH_AT, partition_leader_epoch)
-        next_offset += last_delta + 1
-    return bytes(out)
+            epoch_at = at + _PARTITION_LEADER_EPOCH_AT
+            pieces += (view[kept_from:epoch_at], _I32.pack(partition_leader_epoch))
+            kept_from = epoch_at + 4
+        next_offset += b.last_offset_delta + 1
+    pieces.append(view[kept_from:])
+    return b"".join(pieces)
 
 
 def set_max_timestamp(data: Buffer, timestamp_type: int, max_timestamp: int) -> bytes:
