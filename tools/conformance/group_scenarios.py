@@ -513,10 +513,11 @@ async def cg_join(s: Session) -> None:
 async def cg_group_configs(s: Session) -> None:
     t = await s.create_topic(partitions=2)
     g = s.name("g")
-    await s.setup(
-        group_configs(g, consumer_heartbeat_interval_ms="7000", consumer_session_timeout_ms="50000")
-    )
-    await s.call(_heartbeat(g, t), node=await s.coordinator(g))
+    own = {"consumer_heartbeat_interval_ms": "7000", "consumer_session_timeout_ms": "50000"}
+    await s.setup(group_configs(g, **own))
+    node = await s.coordinator(g)
+    await group_configs_seen(s, g, node, **own)
+    await s.call(_heartbeat(g, t), node=node)
 
 
 @scenario("ConsumerGroupHeartbeat", "join-and-leave", "join, heartbeat, leave (epoch -1)")

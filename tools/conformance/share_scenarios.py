@@ -26,7 +26,12 @@ from kafkagen.generated.write_share_group_state import WriteShareGroupStateReque
 from kafkagen.runtime.jsonform import uuid_to_json
 
 from .core import Session, scenario
-from .group_scenarios import GROUP_RESOURCE, consumer_protocol_member, group_configs
+from .group_scenarios import (
+    GROUP_RESOURCE,
+    consumer_protocol_member,
+    group_configs,
+    group_configs_seen,
+)
 from .messages import batch, produce
 from .txn_scenarios import _end, _settled, _txn
 
@@ -350,10 +355,11 @@ async def sa_no_session(s: Session) -> None:
 async def sa_read_committed(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
-    await s.setup(
-        group_configs(g, share_isolation_level="read_committed", share_auto_offset_reset="earliest")
-    )
+    own = {"share_isolation_level": "read_committed", "share_auto_offset_reset": "earliest"}
+    await s.setup(group_configs(g, **own))
     leader = await s.leader(t)
+    for node in {leader, await s.coordinator(g)}:
+        await group_configs_seen(s, g, node, **own)
     # Offsets 0-1 committed, 2 their marker, 3-4 aborted, 5 their marker.
     for part, commit in (("committed", True), ("aborted", False)):
         x = await _txn(s, part)
@@ -384,6 +390,8 @@ async def sa_renew_disabled(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     await s.setup(group_configs(g, share_renew_acknowledge_enable="false"))
+    for node in {await s.leader(t), await s.coordinator(g)}:
+        await group_configs_seen(s, g, node, share_renew_acknowledge_enable="false")
     node, epoch = await _started(s, g, t)
     await s.setup(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
     renew = _ack(s, g, t, epoch + 1, [(0, 2, RENEW)])
@@ -575,6 +583,8 @@ async def gc_earliest(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     await s.call(group_configs(g, share_auto_offset_reset="earliest"))
+    for node in {await s.leader(t), await s.coordinator(g)}:
+        await group_configs_seen(s, g, node, share_auto_offset_reset="earliest")
     await s.produced(t, batch(3))
     await _joined(s, g, t)
     node = await s.leader(t)

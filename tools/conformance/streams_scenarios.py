@@ -120,10 +120,11 @@ async def st_join(s: Session) -> None:
 async def st_group_configs(s: Session) -> None:
     t = await s.create_topic(partitions=2)
     g = s.name("g")
-    await s.setup(
-        group_configs(g, streams_heartbeat_interval_ms="7000", streams_session_timeout_ms="50000")
-    )
-    await s.call(_join(g, _topology(s, t)), node=await s.coordinator(g))
+    own = {"streams_heartbeat_interval_ms": "7000", "streams_session_timeout_ms": "50000"}
+    await s.setup(group_configs(g, **own))
+    node = await s.coordinator(g)
+    await group_configs_seen(s, g, node, **own)
+    await s.call(_join(g, _topology(s, t)), node=node)
 
 
 @scenario("StreamsGroupHeartbeat", "missing-source", "a topology whose source topic is absent")
