@@ -1522,30 +1522,52 @@ static PyObject *codec_encode(Codec *self, PyObject *const *args, Py_ssize_t nar
  * error the caller would get without the accelerator. */
 static PyObject *encoders_name, *python_encode_name;
 
-/* The compiled layouts message_encode found, by the encoders dict they came from: a class
- * keeps one dict of encoders until bind_native or a test replaces it whole, so a dict seen
- * before answers a small version without a dict lookup. The entry holds the dict (which
- * holds the codecs, which hold the programs); a new dict at the same slot replaces it. */
+/* The compiled layouts message_encode found, by class: an entry stands for the class while
+ * its version tag (which the interpreter changes whenever a class attribute is set, as
+ * bind_native, the fuzz's checks and tests set _encoders) is the one it was made under, so
+ * a repeated encode reaches a small version's layout without looking up the class's
+ * encoders dict and the version in it. The entry holds that dict, which holds the codecs,
+ * which hold the programs; the class pointer is only compared (tags are never reused). */
 #define ENC_CACHE_SLOTS 256
 #define ENC_CACHE_VERSIONS 32
 typedef struct {
+    PyTypeObject *type;
+    unsigned int tag;
     PyObject *encoders;
     Prog *progs[ENC_CACHE_VERSIONS];
 } EncCacheEntry;
 static EncCacheEntry enc_cache[ENC_CACHE_SLOTS];
 
-static inline EncCacheEntry *enc_cache_entry(PyObject *encoders) {
-    return &enc_cache[((uintptr_t)encoders >> 5) % ENC_CACHE_SLOTS];
+static inline EncCacheEntry *enc_cache_entry(PyTypeObject *type) {
+    return &enc_cache[((uintptr_t)type >> 6) % ENC_CACHE_SLOTS];
 }
 
-/* The compiled layout of version ``v`` in ``encoders``, or NULL (no compiled layout: the
- * Python method answers). Borrowed: the caller holds ``encoders`` while it runs. */
-static Prog *encoder_prog(PyObject *encoders, PyObject *v) {
-    long version = PyLong_CheckExact(v) ? PyLong_AsLong(v) : -1;
+/* The class's version tag, or 0 while it has none. */
+static inline unsigned int type_tag(PyTypeObject *type) {
+#ifdef Py_TPFLAGS_VALID_VERSION_TAG
+    if (!(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) return 0;
+#endif
+    return type->tp_version_tag;
+}
+
+/* ``v`` as a version to look up in the table: a small non-negative int, else -1. */
+static inline long table_version(PyObject *v) {
+    if (!PyLong_CheckExact(v)) return -1;
+#if PY_VERSION_HEX < 0x030C0000
+    /* 3.11's ints keep their size in ob_size: 0 for zero, 1 for one 30-bit digit. */
+    Py_ssize_t digits = Py_SIZE(v);
+    return digits == 0 ? 0 : digits == 1 ? (long)((PyLongObject *)v)->ob_digit[0] : -1;
+#else
+    long version = PyLong_AsLong(v);
     if (version == -1 && PyErr_Occurred()) PyErr_Clear();
-    EncCacheEntry *e = enc_cache_entry(encoders);
-    int cached = e->encoders == encoders && version >= 0 && version < ENC_CACHE_VERSIONS;
-    if (cached && e->progs[version] != NULL) return e->progs[version];
+    return version;
+#endif
+}
+
+/* The compiled layout of version ``v`` (``version`` from table_version) in ``encoders``,
+ * the class's dict, or NULL (no compiled layout: the Python method answers). Remembered
+ * for the class under its current version tag. */
+static Prog *encoder_prog(PyTypeObject *type, PyObject *encoders, PyObject *v, long version) {
     PyObject *fn = PyDict_Check(encoders) ? PyDict_GetItemWithError(encoders, v) : NULL;
     if (fn == NULL || !PyCFunction_Check(fn) ||
         PyCFunction_GET_FUNCTION(fn) != (PyCFunction)(void (*)(void))codec_encode) {
@@ -1553,9 +1575,13 @@ static Prog *encoder_prog(PyObject *encoders, PyObject *v) {
         return NULL;
     }
     Prog *p = ((Codec *)PyCFunction_GET_SELF(fn))->prog;
-    if (version >= 0 && version < ENC_CACHE_VERSIONS) {
-        if (e->encoders != encoders) {
+    unsigned int tag = type_tag(type);
+    if (version >= 0 && version < ENC_CACHE_VERSIONS && tag != 0) {
+        EncCacheEntry *e = enc_cache_entry(type);
+        if (e->type != type || e->tag != tag || e->encoders != encoders) {
             PyObject *old = e->encoders;
+            e->type = type;
+            e->tag = tag;
             e->encoders = Py_NewRef(encoders);
             memset(e->progs, 0, sizeof e->progs);
             Py_XDECREF(old);
@@ -1571,10 +1597,21 @@ static PyObject *message_encode(PyObject *self, PyObject *const *args, Py_ssize_
         return NULL;
     }
     PyTypeObject *type = Py_TYPE(self);
-    /* Borrowed, from the type's attribute cache: a plain class attribute needs none of
-     * getattr's descriptor steps. */
-    PyObject *encoders = _PyType_Lookup(type, encoders_name);
-    Prog *p = encoders != NULL ? encoder_prog(encoders, args[0]) : NULL;
+    long version = table_version(args[0]);
+    EncCacheEntry *e = enc_cache_entry(type);
+    Prog *p = NULL;
+    PyObject *encoders = NULL;
+    if (version >= 0 && version < ENC_CACHE_VERSIONS && e->type == type &&
+        e->tag == type_tag(type) && e->tag != 0) {
+        p = e->progs[version];
+        encoders = e->encoders;
+    }
+    if (p == NULL) {
+        /* Borrowed, from the type's attribute cache: a plain class attribute needs none of
+         * getattr's descriptor steps. */
+        encoders = _PyType_Lookup(type, encoders_name);
+        p = encoders != NULL ? encoder_prog(type, encoders, args[0], version) : NULL;
+    }
     if (p != NULL) {
         Py_INCREF(encoders); /* a value's Python code could replace the class's dict */
         unsigned char init[1024];
