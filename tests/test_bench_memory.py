@@ -3,18 +3,27 @@ create, and its verdicts read the rounds' memory as documented."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections import Counter
 from typing import Any
 
 from broker_helpers import WireClient
-from kafkagen.bench.memory import Reading, clean_up, verdict
+from kafkagen.bench.memory import (
+    Reading,
+    clean_up,
+    internal_log_bytes,
+    round_of_requests,
+    verdict,
+)
+from kafkagen.chaos.requests import _name_pool
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 
 CREATE_TOPICS, OFFSET_COMMIT, CREATE_ACLS, DESCRIBE_ACLS = 19, 8, 30, 29
 ALTER_QUOTAS, DESCRIBE_QUOTAS, ALTER_SCRAM, DESCRIBE_SCRAM = 49, 48, 51, 50
 METADATA, LIST_GROUPS, FIND_COORDINATOR = 3, 16, 10
+LIST_TRANSACTIONS = 66
 
 
 def _create(w: WireClient) -> None:
@@ -115,3 +124,35 @@ def test_verdicts_compare_the_second_half_with_half_way_and_the_clean_up_with_ro
     lines = verdict([*growing, _reading("clean-up", 56)])
     assert lines[0].startswith("levels off: no") and "+20.7% on round 3's 58.0 MiB" in lines[0]
     assert lines[1].startswith("back after the clean-up: no") and "+12.0%" in lines[1]
+
+
+def _named(w: WireClient) -> set[str]:
+    """The topics, groups and transactional ids the broker keeps."""
+    md = w.call(METADATA, 12, message_type(METADATA, "request")(topics=None))
+    groups = w.call(LIST_GROUPS, 4, message_type(LIST_GROUPS, "request")(states_filter=[]))
+    L: Any = message_type(LIST_TRANSACTIONS, "request")
+    txns = w.call(LIST_TRANSACTIONS, 0, L(state_filters=[], producer_id_filters=[]))
+    return (
+        {t.name for t in md.topics if not t.is_internal}
+        | {g.group_id for g in groups.groups}
+        | {t.transactional_id for t in txns.transaction_states}
+    )
+
+
+def test_rounds_name_ids_from_one_pool_so_what_they_create_stays_bounded() -> None:
+    """Rounds 1 and 2 of a run (uncorrupted, so no flipped bit makes a name of its own)
+    leave topics, groups and transactional ids named only from the pool of ``--seed``: no
+    Kafka API removes a transactional id, so a pool per round would grow them for good."""
+    args = argparse.Namespace(seed=3, requests=800, names=6, connections=4)
+    pool = set(_name_pool(3, 6))
+    with BackgroundCluster(brokers=1) as c, WireClient(c.bootstrap) as w:
+        for i in range(2):
+            # A silent answer (acks=0) waits out ``limit`` before its probe: keep it short.
+            rounds = round_of_requests(c.bootstrap, args, i, 60.0, corrupt_every=10**9, limit=2.0)
+            stats = asyncio.run(rounds)
+            assert stats.sent == 800 and stats.failures == 0
+        named = _named(w)
+        logs = asyncio.run(internal_log_bytes(c.bootstrap))
+    assert len(named) >= 3, named  # the rounds did create state
+    assert named <= pool, named - pool
+    assert logs.get("__consumer_offsets", 0) > 0, logs

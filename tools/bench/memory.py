@@ -2,10 +2,12 @@
 
 Starts ``kafkagen serve --brokers 3`` in a process of its own and sends it rounds of random
 requests (`kafkagen.chaos.requests.send_random_requests`: every API and version, a quarter
-of them corrupted), round ``i`` with seed ``--seed + i`` and every string drawn from
-``--names`` strings, so what the requests create is bounded. After each round the server's
-resident memory (VmRSS) and open files are read from /proc, and with ``--objects`` its
-live objects by type through the control API (``GET /memory``). A last phase removes
+of them corrupted), round ``i`` with seed ``--seed + i`` and every string drawn from one
+pool of ``--names`` strings shared by all rounds, so what the requests create is bounded.
+After each round the server's resident memory (VmRSS) and open files are read from /proc,
+the bytes of the internal topics' logs (all replicas) through DescribeLogDirs, and with
+``--objects`` its live objects by type through the control API (``GET /memory``). A last
+phase removes
 through the Kafka API what the run created (topics, groups, ACLs, client quotas, SCRAM
 users, client-metrics subscriptions) and reads them again.
 
@@ -35,7 +37,7 @@ from typing import Any
 
 from kafkagen.chaos.campaign import SERVE_CONFIGS
 from kafkagen.chaos.command import _serve, _usage
-from kafkagen.chaos.requests import send_random_requests
+from kafkagen.chaos.requests import RequestStats, send_random_requests
 from kafkagen.generated.alter_client_quotas import AlterClientQuotasRequest
 from kafkagen.generated.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kafkagen.generated.delete_acls import DeleteAclsRequest
@@ -74,6 +76,8 @@ class Reading:
     rss: int
     fds: int
     objects: dict[str, Any] | None = None
+    #: Bytes of each internal topic's log, summed over its replicas.
+    logs: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -206,6 +210,42 @@ async def _delete_client_metrics(client: KafkaClient, removed: Counter[str]) -> 
     removed["client-metrics subscriptions"] += sum(1 for x in a.responses if not x.error_code)
 
 
+async def round_of_requests(
+    bootstrap: str, args: argparse.Namespace, i: int, seconds: float, **options: Any
+) -> RequestStats:
+    """Round ``i`` of random requests: seed ``--seed + i``, names from the one pool of
+    ``--seed``. Each round naming new ids would make the state grow for good: no Kafka API
+    removes a transactional id (it stays for ``transactional.id.expiration.ms``, 7 days),
+    so the clean-up could not bring the memory back."""
+    return await send_random_requests(
+        bootstrap,
+        count=args.requests,
+        seconds=seconds,
+        seed=args.seed + i,
+        names=args.names,
+        names_seed=args.seed,
+        connections=args.connections,
+        **options,
+    )
+
+
+async def internal_log_bytes(bootstrap: str) -> dict[str, int]:
+    """Each internal topic's log bytes over all its replicas (DescribeLogDirs)."""
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    client = await connect(host, int(port), request_timeout=60.0)
+    try:
+        answers = await admin.describe_log_dirs_all(client)
+    finally:
+        await client.close()
+    out: Counter[str] = Counter()
+    for answer in answers.values():
+        for d in answer.results:
+            for t in d.topics:
+                if t.name.startswith("__"):
+                    out[t.name] += sum(p.partition_size for p in t.partitions)
+    return dict(sorted(out.items()))
+
+
 def measure(args: argparse.Namespace, say: Any = print) -> Run:
     run = Run()
     env = {"PYTHONTRACEMALLOC": "1"} if args.tracemalloc else None
@@ -219,7 +259,8 @@ def measure(args: argparse.Namespace, say: Any = print) -> Run:
             time.sleep(wait)
             usage = _usage(pid) or (0, 0)
             objects = _control_get(control, f"/memory?top={args.objects}") if args.objects else None
-            reading = Reading(label, sent, outcomes, took, usage[0], usage[1], objects)
+            logs = asyncio.run(internal_log_bytes(bootstrap))
+            reading = Reading(label, sent, outcomes, took, usage[0], usage[1], objects, logs)
             run.readings.append(reading)
             say(_row(reading, run.readings[0]))
             return reading
@@ -233,16 +274,7 @@ def measure(args: argparse.Namespace, say: Any = print) -> Run:
             if left <= 0:
                 say(f"stopped after {i} rounds: --seconds {args.seconds:.0f} passed")
                 break
-            stats = asyncio.run(
-                send_random_requests(
-                    bootstrap,
-                    count=args.requests,
-                    seconds=left,
-                    seed=args.seed + i,
-                    names=args.names,
-                    connections=args.connections,
-                )
-            )
+            stats = asyncio.run(round_of_requests(bootstrap, args, i, left))
             sent += stats.sent
             outcomes.update(stats.outcomes)
             run.failures += stats.failures
@@ -259,7 +291,7 @@ def measure(args: argparse.Namespace, say: Any = print) -> Run:
 
 _HEADER = (
     f"{'':<10} {'requests':>10} {'answered':>9} {'closed':>8} {'silent':>6} {'hang':>4} "
-    f"{'s':>5} {'RSS MiB':>8} {'fds':>4} {'objects':>9}"
+    f"{'s':>5} {'RSS MiB':>8} {'fds':>4} {'objects':>9} {'logs KiB':>9}"
 )
 
 
@@ -269,7 +301,7 @@ def _row(r: Reading, first: Reading) -> str:
     return (
         f"{r.label:<10} {r.requests:>10,} {o['answered']:>9,} {o['closed']:>8,} "
         f"{o['silent']:>6,} {o['hang'] + o['bad answer']:>4} {r.seconds:>5.0f} "
-        f"{r.rss / 2**20:>8.1f} {r.fds:>4} {objects}"
+        f"{r.rss / 2**20:>8.1f} {r.fds:>4} {objects} {sum(r.logs.values()) / 1024:>9,.0f}"
     )
 
 
@@ -312,7 +344,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=16, help="rounds (16)")
     parser.add_argument("--requests", type=int, default=25_000, help="requests a round (25,000)")
-    parser.add_argument("--names", type=int, default=256, help="strings requests draw from (256)")
+    parser.add_argument(
+        "--names", type=int, default=256, help="strings every round's requests draw from (256)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="round i uses seed SEED+i (0)")
     parser.add_argument("--connections", type=int, default=32, help="connections (32)")
     parser.add_argument(
@@ -386,5 +420,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 reverse=True,
             )
             print("\n".join(f"    {d:>+12,} {w}" for d, w in grown[:20] if d > 0))
+    first_round = next((r for r in run.readings if r.label != "start"), None)
+    if first_round is not None:
+        last = run.readings[-1]
+        print(
+            f"internal topics' logs (KiB, all replicas), {first_round.label} -> {last.label}: "
+            + ", ".join(
+                f"{t} {first_round.logs.get(t, 0) / 1024:,.0f} -> {n / 1024:,.0f}"
+                for t, n in last.logs.items()
+            )
+        )
     print(f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     return 1 if run.failures else 0

@@ -179,6 +179,7 @@ async def send_random_requests(
     corrupt_every: int = 4,
     limit: float = 10.0,
     names: int = 0,
+    names_seed: int | None = None,
 ) -> RequestStats:
     """Send up to ``count`` random requests within ``seconds`` over ``connections``
     connections to the first broker of ``bootstrap``; one in ``corrupt_every`` is
@@ -186,7 +187,9 @@ async def send_random_requests(
 
     With ``names``, every string a request carries (topic, group and transactional ids
     among them) is one of that many random strings drawn once from ``seed``, so what the
-    requests create on the broker is bounded and a long run's memory can level off."""
+    requests create on the broker is bounded and a long run's memory can level off. The
+    strings are drawn from ``names_seed`` (default ``seed``): runs that share it name the
+    same ids, so several runs together stay within the ``names`` strings too."""
     host, _, port_text = bootstrap.split(",")[0].rpartition(":")
     port = int(port_text)
     supported = await _supported(host, port)
@@ -195,7 +198,7 @@ async def send_random_requests(
     deadline = time.monotonic() + seconds
     started = time.monotonic()
 
-    pool = _name_pool(seed, names) if names else None
+    pool = _name_pool(seed if names_seed is None else names_seed, names) if names else None
 
     async def worker(i: int) -> None:
         rnd = random.Random(f"{seed}-{i}")
