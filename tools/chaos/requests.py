@@ -34,6 +34,8 @@ from kafkagen.fuzz.builders import builder
 from kafkagen.fuzz.checks import mutate
 from kafkagen.fuzz.randomgen import RandomGen
 from kafkagen.generated import APIS, header_version, message_type, other_type
+from kafkagen.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafkagen.generated.headers import RequestHeader
 
 __all__ = ["RequestStats", "cut_waits", "send_random_requests"]
 
@@ -94,15 +96,14 @@ class _Connection:
     def frame(self, api_key: int, version: int, body: bytes) -> tuple[int, bytes]:
         self.correlation = (self.correlation + 1) & 0x7FFFFFFF
         hv = header_version(api_key, version, "request")
-        header = other_type("RequestHeader")(
+        header = RequestHeader(
             request_api_key=api_key,
             request_api_version=version,
             correlation_id=self.correlation,
         )
         if hv >= 1:  # header v0 (ControlledShutdown v0) has no client id
             header.client_id = "kafkagen-random"
-        header = header.encode(hv)
-        return self.correlation, header + body
+        return self.correlation, header.encode(hv) + body
 
     async def send(self, frame: bytes) -> None:
         assert self.writer is not None
@@ -152,18 +153,16 @@ async def _supported(host: str, port: int) -> dict[int, tuple[int, int]]:
     c = _Connection(host, port)
     await c.open()
     try:
-        cls = message_type(_API_VERSIONS, "request")
-        correlation, frame = c.frame(
-            _API_VERSIONS,
-            3,
-            cls(client_software_name="kafkagen-random", client_software_version="1").encode(3),
+        request = ApiVersionsRequest(
+            client_software_name="kafkagen-random", client_software_version="1"
         )
+        correlation, frame = c.frame(_API_VERSIONS, 3, request.encode(3))
         await c.send(frame)
         data = await c.answer(correlation, 10.0)
         if data is None:
             raise ConnectionError("the broker closed the connection on ApiVersions")
         _, pos = other_type("ResponseHeader").decode_prefix(data, 0)
-        r = message_type(_API_VERSIONS, "response").decode(memoryview(data)[pos:], 3)
+        r = ApiVersionsResponse.decode(memoryview(data)[pos:], 3)
         return {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
     finally:
         c.close()
