@@ -702,6 +702,10 @@ kept = path.read_bytes()
 assert kept == sent[: len(kept)] and [b.base_offset for b in iter_batches(kept)] == list(range(10))
 stored(10)
 assert [b.base_offset for b in iter_batches(path.read_bytes())] == list(range(11))
+# A truncation stopped before its rename leaves the new file beside the old: a start drops it.
+path.with_name(path.name + ".tmp").write_bytes(kept)
+again = PartitionFiles(TopicPartition("t", 0), d, files.topic_id, lambda: None)
+assert len(again.recover()) == 11 and not list(d.glob("*.tmp"))
 print("kept", len(kept))
 """
     done = subprocess.run(

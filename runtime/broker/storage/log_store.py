@@ -17,7 +17,9 @@ Segment files follow the in-memory log's segments (rolled on ``segment.bytes`` a
 as ``<base>.cleaned``, fsynced, renamed to ``<base>.<end>.swap`` (the run it replaces is
 [base, end)), the old files are deleted and the swap file is renamed to ``<base>.log``. On
 start a ``.swap`` file completes its replacement and a ``.cleaned`` one is dropped, so a
-crash leaves either the old segments or the cleaned one, never half of each.
+crash leaves either the old segments or the cleaned one, never half of each. (A
+truncation of a file a fetch's answer still maps writes the kept part as
+``<base>.log.tmp`` and renames it over the file; a start drops a ``.log.tmp`` left.)
 
 Every append is written to its segment at once, so a killed process loses nothing the OS
 has. As Kafka, the files are fsynced every ``flush.messages`` records (by default never),
@@ -88,6 +90,7 @@ CACHE_BYTES = 64 * 1024 * 1024
 _SEGMENT = re.compile(r"(\d{20})\.log")
 _SWAP = re.compile(r"(\d{20})\.(\d{20}|-1)\.swap")
 _CLEANED = re.compile(r"\d{20}\.cleaned")
+_TRUNCATED = re.compile(r"\d{20}\.log\.tmp")
 _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
 _PREFIX = struct.Struct(">qi")  # base offset, batch length
 _LAST_DELTA = struct.Struct(">i")
@@ -151,8 +154,8 @@ class _Segment:
     def view(self, position: int, size: int) -> memoryview:
         """The ``size`` bytes at ``position`` without a copy: a view of the file mapped
         read-only, so a fetch sends them from the page cache, as Kafka sends a segment's
-        bytes. The mapping lives while the view (or a slice of it) does; `truncated` keeps
-        its bytes in place meanwhile."""
+        bytes. The mapping lives while the view (or a slice of it) does;
+        `PartitionFiles.truncate` leaves its bytes in place meanwhile."""
         if self.read_fd < 0:
             self.read_fd = os.open(self.path, os.O_RDONLY)
         start = position - position % mmap.ALLOCATIONGRANULARITY
@@ -185,20 +188,30 @@ class _Segment:
 
 
 def _replace_with_prefix(seg: _Segment, size: int) -> None:
-    """Replace ``seg``'s file with a new one holding its first ``size`` bytes."""
+    """Replace ``seg``'s file with a new one holding its first ``size`` bytes (written as
+    ``<name>.tmp`` first, which a start finds and drops if the process stopped there)."""
     tmp = seg.path.with_name(seg.path.name + ".tmp")
     with open(seg.path, "rb") as old, open(tmp, "wb") as new:
-        copied = 0
-        while copied < size:
-            n = os.copy_file_range(old.fileno(), new.fileno(), size - copied, copied, copied)
-            if n == 0:
-                raise LogDirError(f"{seg.path}: ends before {size} bytes, where batches were")
-            copied += n
+        _copy_prefix(old.fileno(), new.fileno(), size, seg.path)
         os.fsync(new.fileno())
     seg.close()  # the read fd is of the old file
     seg.maps = []
     os.replace(tmp, seg.path)
     _fsync_dir(seg.path.parent)
+
+
+def _copy_prefix(src: int, dst: int, size: int, path: Path) -> None:
+    """Copy the first ``size`` bytes of ``src`` to ``dst``: in the kernel where it can."""
+    copied = 0
+    while copied < size:
+        try:
+            n = os.copy_file_range(src, dst, size - copied, copied, copied)
+        except (AttributeError, OSError):  # not Linux, or a file system that cannot
+            chunk = os.pread(src, min(size - copied, 1 << 20), copied)
+            n = os.pwrite(dst, chunk, copied)
+        if n == 0:
+            raise LogDirError(f"{path}: ends before {size} bytes, where batches were")
+        copied += n
 
 
 class BatchCache:
@@ -332,6 +345,10 @@ class PartitionFiles:
         for p in sorted(self.directory.iterdir()):
             if _CLEANED.fullmatch(p.name):
                 _log.warning("%s: dropped %s, a cleaning cut short", self.tp, p.name)
+                p.unlink()
+                continue
+            if _TRUNCATED.fullmatch(p.name):
+                _log.warning("%s: dropped %s, a truncation cut short", self.tp, p.name)
                 p.unlink()
                 continue
             m = _SWAP.fullmatch(p.name)
