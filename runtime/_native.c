@@ -1591,27 +1591,31 @@ static Prog *encoder_prog(PyTypeObject *type, PyObject *encoders, PyObject *v, l
     return p;
 }
 
+/* The compiled layout of ``self``'s class at version ``v``, or NULL (no compiled layout:
+ * the Python method answers); ``*encoders`` is then the class's encoders dict (borrowed),
+ * which holds the layout: the caller holds it while it encodes. */
+static inline Prog *message_prog(PyTypeObject *type, PyObject *v, PyObject **encoders) {
+    long version = table_version(v);
+    EncCacheEntry *e = enc_cache_entry(type);
+    if (version >= 0 && version < ENC_CACHE_VERSIONS && e->type == type && e->tag != 0 &&
+        e->tag == type_tag(type) && e->progs[version] != NULL) {
+        *encoders = e->encoders;
+        return e->progs[version];
+    }
+    /* Borrowed, from the type's attribute cache: a plain class attribute needs none of
+     * getattr's descriptor steps. */
+    *encoders = _PyType_Lookup(type, encoders_name);
+    return *encoders != NULL ? encoder_prog(type, *encoders, v, version) : NULL;
+}
+
 static PyObject *message_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 1) {
         PyErr_SetString(PyExc_TypeError, "encode(version)");
         return NULL;
     }
     PyTypeObject *type = Py_TYPE(self);
-    long version = table_version(args[0]);
-    EncCacheEntry *e = enc_cache_entry(type);
-    Prog *p = NULL;
-    PyObject *encoders = NULL;
-    if (version >= 0 && version < ENC_CACHE_VERSIONS && e->type == type &&
-        e->tag == type_tag(type) && e->tag != 0) {
-        p = e->progs[version];
-        encoders = e->encoders;
-    }
-    if (p == NULL) {
-        /* Borrowed, from the type's attribute cache: a plain class attribute needs none of
-         * getattr's descriptor steps. */
-        encoders = _PyType_Lookup(type, encoders_name);
-        p = encoders != NULL ? encoder_prog(type, encoders, args[0], version) : NULL;
-    }
+    PyObject *encoders;
+    Prog *p = message_prog(type, args[0], &encoders);
     if (p != NULL) {
         Py_INCREF(encoders); /* a value's Python code could replace the class's dict */
         unsigned char init[1024];
@@ -1650,19 +1654,12 @@ static PyObject *encode_parts(PyObject *mod, PyObject *const *args, Py_ssize_t n
     PyObject *self = args[0];
     Py_ssize_t parts_min = PyLong_AsSsize_t(args[2]);
     if (parts_min == -1 && PyErr_Occurred()) return NULL;
-    PyObject *encoders = _PyType_Lookup(Py_TYPE(self), encoders_name);
-    PyObject *fn = encoders != NULL && PyDict_Check(encoders)
-                       ? PyDict_GetItemWithError(encoders, args[1])
-                       : NULL;
-    if (fn == NULL || !PyCFunction_Check(fn) ||
-        PyCFunction_GET_FUNCTION(fn) != (PyCFunction)(void (*)(void))codec_encode) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    Py_INCREF(fn);
-    Prog *p = ((Codec *)PyCFunction_GET_SELF(fn))->prog;
+    PyObject *encoders;
+    Prog *p = message_prog(Py_TYPE(self), args[1], &encoders);
+    if (p == NULL) Py_RETURN_NONE;
+    Py_INCREF(encoders); /* a value's Python code could replace the class's dict */
     PyObject *parts = PyList_New(0);
-    if (parts == NULL) { Py_DECREF(fn); return NULL; }
+    if (parts == NULL) { Py_DECREF(encoders); return NULL; }
     unsigned char init[1024];
     Out o = OUT_ON_STACK(init);
     o.parts = parts;
@@ -1674,7 +1671,7 @@ static PyObject *encode_parts(PyObject *mod, PyObject *const *args, Py_ssize_t n
         Py_XDECREF(b);
     }
     out_release(&o);
-    Py_DECREF(fn);
+    Py_DECREF(encoders);
     if (r < 0) {
         Py_DECREF(parts);
         PyErr_Clear();
