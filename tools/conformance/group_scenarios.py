@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
@@ -472,10 +473,17 @@ def group_configs(group: str, **configs: str) -> IncrementalAlterConfigsRequest:
     )
 
 
-async def group_configs_seen(s: Session, group: str, node: int, **configs: str) -> None:
-    """Wait (at most 10 s) until ``node`` describes ``configs`` on the group as set. Kafka's
-    brokers learn a group config from the controller's log a moment after the answer to
-    IncrementalAlterConfigs, so a heartbeat sent at once may still see the old value."""
+async def set_group_configs(
+    s: Session, group: str, nodes: Iterable[int | None], *, record: bool = False, **configs: str
+) -> None:
+    """Set ``configs`` on the group (a recorded step with ``record``) and wait, at most 10 s
+    a node, until each of ``nodes`` (None: the session's default) describes them as set.
+    Kafka's brokers learn a group config from the controller's log a moment after the
+    answer to IncrementalAlterConfigs, so a request sent at once may still see the old
+    value: the group coordinator's broker, and for share groups the partition leader's,
+    must have it before the scenario acts on it."""
+    request = group_configs(group, **configs)
+    await (s.call(request) if record else s.setup(request))
     D = DescribeConfigsRequest
     want = {k.replace("_", "."): v for k, v in configs.items()}
     describe = D(
@@ -485,17 +493,18 @@ async def group_configs_seen(s: Session, group: str, node: int, **configs: str) 
             )
         ]
     )
-    deadline = time.monotonic() + 10.0
-    while True:
-        r = await s.setup(describe, node=node)
-        seen = {c.name: c.value for res in r.results for c in res.configs}
-        if all(seen.get(k) == v for k, v in want.items()):
-            # The group coordinator takes the change just after the broker's config view.
-            await asyncio.sleep(0.2)
-            return
-        if time.monotonic() > deadline:
-            raise SetupError(f"group {group}: node {node} did not see {want} within 10 s")
-        await asyncio.sleep(0.1)
+    for node in set(nodes):
+        deadline = time.monotonic() + 10.0
+        while True:
+            r = await s.setup(describe, node=node)
+            seen = {c.name: c.value for res in r.results for c in res.configs}
+            if all(seen.get(k) == v for k, v in want.items()):
+                break
+            if time.monotonic() > deadline:
+                raise SetupError(f"group {group}: node {node} did not see {want} within 10 s")
+            await asyncio.sleep(0.1)
+    # The group coordinator takes the change just after the broker's config view.
+    await asyncio.sleep(0.2)
 
 
 @scenario("ConsumerGroupHeartbeat", "join", "a new member subscribing to a topic")
@@ -513,10 +522,10 @@ async def cg_join(s: Session) -> None:
 async def cg_group_configs(s: Session) -> None:
     t = await s.create_topic(partitions=2)
     g = s.name("g")
-    own = {"consumer_heartbeat_interval_ms": "7000", "consumer_session_timeout_ms": "50000"}
-    await s.setup(group_configs(g, **own))
     node = await s.coordinator(g)
-    await group_configs_seen(s, g, node, **own)
+    await set_group_configs(
+        s, g, [node], consumer_heartbeat_interval_ms="7000", consumer_session_timeout_ms="50000"
+    )
     await s.call(_heartbeat(g, t), node=node)
 
 
@@ -627,8 +636,7 @@ async def cg_group_assignment_interval(s: Session) -> None:
     t = await s.create_topic(partitions=2)
     g = s.name("g")
     node = await s.coordinator(g)
-    await s.setup(group_configs(g, consumer_assignment_interval_ms=str(CONSUMER_INTERVAL_MS)))
-    await group_configs_seen(s, g, node, consumer_assignment_interval_ms=str(CONSUMER_INTERVAL_MS))
+    await set_group_configs(s, g, [node], consumer_assignment_interval_ms=str(CONSUMER_INTERVAL_MS))
     first, second = "consumer-member-000000001", "consumer-member-000000002"
     # The first member's target is computed at its join: the recorded steps in the
     # interval must come within its first half (checked before the wait).

@@ -30,7 +30,7 @@ from .group_scenarios import (
     GROUP_RESOURCE,
     consumer_protocol_member,
     group_configs,
-    group_configs_seen,
+    set_group_configs,
 )
 from .messages import batch, produce
 from .txn_scenarios import _end, _settled, _txn
@@ -41,8 +41,6 @@ ACCEPT, RELEASE, RENEW = 1, 2, 4
 #: FindCoordinator's key type of a share partition (its share coordinator).
 SHARE_KEY = 2
 NOT_COORDINATOR, LOADING = 16, 14
-#: The GROUP config resource type, and the source of a config set on a group.
-DYNAMIC_GROUP_CONFIG = 8
 #: How long the first fetch after producing may wait: Kafka's can complete before it sees
 #: records the producer was just told are written.
 FIRST_FETCH_WAIT_MS = 2000
@@ -355,11 +353,14 @@ async def sa_no_session(s: Session) -> None:
 async def sa_read_committed(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
-    own = {"share_isolation_level": "read_committed", "share_auto_offset_reset": "earliest"}
-    await s.setup(group_configs(g, **own))
     leader = await s.leader(t)
-    for node in {leader, await s.coordinator(g)}:
-        await group_configs_seen(s, g, node, **own)
+    await set_group_configs(
+        s,
+        g,
+        [leader, await s.coordinator(g)],
+        share_isolation_level="read_committed",
+        share_auto_offset_reset="earliest",
+    )
     # Offsets 0-1 committed, 2 their marker, 3-4 aborted, 5 their marker.
     for part, commit in (("committed", True), ("aborted", False)):
         x = await _txn(s, part)
@@ -389,9 +390,8 @@ async def sa_read_committed(s: Session) -> None:
 async def sa_renew_disabled(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
-    await s.setup(group_configs(g, share_renew_acknowledge_enable="false"))
-    for node in {await s.leader(t), await s.coordinator(g)}:
-        await group_configs_seen(s, g, node, share_renew_acknowledge_enable="false")
+    nodes = [await s.leader(t), await s.coordinator(g)]
+    await set_group_configs(s, g, nodes, share_renew_acknowledge_enable="false")
     node, epoch = await _started(s, g, t)
     await s.setup(_fetch(s, g, t, epoch, wait_ms=FIRST_FETCH_WAIT_MS), node=node)
     renew = _ack(s, g, t, epoch + 1, [(0, 2, RENEW)])
@@ -582,9 +582,8 @@ async def dg_describe_share(s: Session) -> None:
 async def gc_earliest(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
-    await s.call(group_configs(g, share_auto_offset_reset="earliest"))
-    for node in {await s.leader(t), await s.coordinator(g)}:
-        await group_configs_seen(s, g, node, share_auto_offset_reset="earliest")
+    nodes = [await s.leader(t), await s.coordinator(g)]
+    await set_group_configs(s, g, nodes, record=True, share_auto_offset_reset="earliest")
     await s.produced(t, batch(3))
     await _joined(s, g, t)
     node = await s.leader(t)
@@ -598,10 +597,8 @@ async def gc_earliest(s: Session) -> None:
 @scenario("DescribeConfigs", "group", "a group's configs after two are set")
 async def gc_describe(s: Session) -> None:
     g = s.name("g")
-    await s.setup(
-        group_configs(
-            g, share_record_lock_duration_ms="20000", share_isolation_level="read_committed"
-        )
+    await set_group_configs(
+        s, g, [None], share_record_lock_duration_ms="20000", share_isolation_level="read_committed"
     )
     D = DescribeConfigsRequest
     describe = D(
@@ -612,12 +609,6 @@ async def gc_describe(s: Session) -> None:
         ],
         include_synonyms=True,
     )
-    # Kafka's brokers learn group configs from the controller's log, a moment later.
-    for _ in range(50):
-        r = await s.setup(describe)
-        if any(c.config_source == DYNAMIC_GROUP_CONFIG for c in r.results[0].configs):
-            break
-        await asyncio.sleep(0.2)
     await s.call(describe)
 
 

@@ -18,7 +18,7 @@ from kafkagen.generated.streams_group_topology_description_update import (
 )
 
 from .core import Session, SetupError, scenario
-from .group_scenarios import consumer_protocol_member, group_configs, group_configs_seen
+from .group_scenarios import consumer_protocol_member, group_configs, set_group_configs
 
 H = StreamsGroupHeartbeatRequest
 #: A Streams client names itself and its process.
@@ -120,10 +120,10 @@ async def st_join(s: Session) -> None:
 async def st_group_configs(s: Session) -> None:
     t = await s.create_topic(partitions=2)
     g = s.name("g")
-    own = {"streams_heartbeat_interval_ms": "7000", "streams_session_timeout_ms": "50000"}
-    await s.setup(group_configs(g, **own))
     node = await s.coordinator(g)
-    await group_configs_seen(s, g, node, **own)
+    await set_group_configs(
+        s, g, [node], streams_heartbeat_interval_ms="7000", streams_session_timeout_ms="50000"
+    )
     await s.call(_join(g, _topology(s, t)), node=node)
 
 
@@ -631,13 +631,14 @@ def _answer(since: int) -> Callable[[Any], Any]:
 )
 async def st_group_standby_replicas(s: Session) -> None:
     g = s.name("g")
-    own = {
-        "streams_num_standby_replicas": "1",
-        "streams_assignment_interval_ms": "0",
-        "streams_initial_rebalance_delay_ms": "0",
-    }
-    await s.setup(group_configs(g, **own))
-    await group_configs_seen(s, g, await s.coordinator(g), **own)
+    await set_group_configs(
+        s,
+        g,
+        [await s.coordinator(g)],
+        streams_num_standby_replicas="1",
+        streams_assignment_interval_ms="0",
+        streams_initial_rebalance_delay_ms="0",
+    )
     node, first, source = await _first_member(s, g)
     second_join = await s.setup(_second_join(s, g, source), node=node)
     second = _Member(OTHER, OTHER_PROCESS, second_join.member_epoch)
@@ -645,8 +646,7 @@ async def st_group_standby_replicas(s: Session) -> None:
     names = {MEMBER: "first", OTHER: "second"}
     describe = StreamsGroupDescribeRequest(group_ids=[g])
     before = await s.call(describe, node=node, keep=_placement(names))
-    await s.call(group_configs(g, streams_num_standby_replicas="0"))
-    await group_configs_seen(s, g, node, streams_num_standby_replicas="0")
+    await set_group_configs(s, g, [node], record=True, streams_num_standby_replicas="0")
     since = first.epoch
     r = await s.call(first.beat(g), node=node, keep=_answer(since))
     if r is None or r.error_code or before is None:
@@ -679,12 +679,13 @@ INTERVAL_MS = 4000
 )
 async def st_group_assignment_interval(s: Session) -> None:
     g = s.name("g")
-    own = {
-        "streams_assignment_interval_ms": str(INTERVAL_MS),
-        "streams_initial_rebalance_delay_ms": "0",
-    }
-    await s.setup(group_configs(g, **own))
-    await group_configs_seen(s, g, await s.coordinator(g), **own)
+    await set_group_configs(
+        s,
+        g,
+        [await s.coordinator(g)],
+        streams_assignment_interval_ms=str(INTERVAL_MS),
+        streams_initial_rebalance_delay_ms="0",
+    )
     node, first, source = await _first_member(s, g)
     # The first member's target was computed within the last round of `_settle`.
     computed = time.monotonic()
