@@ -167,6 +167,9 @@ public final class TransactionScenario {
                 }
                 producer.sendOffsetsToTransaction(next, consumer.groupMetadata());
                 if ((committed + aborted + 1) % k == 0) {
+                    // Flushed first: an abort drops batches not yet sent, and the check
+                    // that read_uncommitted sees aborted records needs them in the log.
+                    producer.flush();
                     producer.abortTransaction();
                     aborted++;
                     first.forEach(consumer::seek);  // read this input again
