@@ -63,9 +63,12 @@ def test_share_consumers_race_for_one_partition(bootstrap: str) -> None:
     for offset, deliveries in seen.items():
         deliveries.sort()
         counts = [c for c, _, _ in deliveries]
-        first = stalled.get(offset, 0) + 1
-        # Delivery counts rise by one per delivery, after the stalled one if any.
-        assert counts == list(range(first, first + len(counts))), (offset, deliveries)
+        # Delivery counts rise with each delivery, past the stalled one if any. They may
+        # skip: a share consumer's client acquires records in the background, and the
+        # stalling one's, asleep, can take a record whose lock ran out and give it back
+        # unseen when it closes (Kafka 4.4, once: offset 0 stalled at 1, accepted at 3).
+        assert counts == sorted(set(counts)), (offset, deliveries)
+        assert counts[0] > stalled.get(offset, 0), (offset, deliveries)
         actions = [a for _, a, _ in deliveries]
         # A record is finished (accepted or rejected) once, by its last delivery.
         assert actions[-1] in ("accept", "reject"), (offset, deliveries)
@@ -77,4 +80,4 @@ def test_share_consumers_race_for_one_partition(bootstrap: str) -> None:
             assert actions == ["reject"], (offset, deliveries)
     for offset, count in stalled.items():
         assert count == 1
-        assert seen[offset][0][0] == 2, f"expired record {offset} came back without a higher count"
+        assert seen[offset][0][0] >= 2, f"expired record {offset} came back without a higher count"
