@@ -49,7 +49,6 @@ from kafkagen.fuzz.checks import Fuzzer, FuzzOptions
 from kafkagen.fuzz.job import (
     RunResult,
     native_file,
-    oracle_conf,
     run_plain,
     run_spark,
     spark_session,
@@ -174,16 +173,14 @@ def oracle_table(table: Table, n: int, seed: int) -> None:
     warm_n = max(n // 10, 20_000)
     print(
         f"{n:,} messages on local[2] each, after a first job of {warm_n:,} that starts the "
-        "session and warms the JVM up (one JVM, set up for --oracle kafka); CPU: the whole "
-        "process tree (driver, Spark's JVM, Python workers)"
+        "session and warms the JVMs up; CPU: the whole process tree (driver, Spark's JVM, "
+        "Python workers and, with --oracle kafka, the oracle JVM beside each)"
     )
     kafka_rate = fixed = 0.0
     for label, oracles in runs:
         options = FuzzOptions(seed=seed, oracles=oracles)
         began = time.perf_counter()
-        # Kafka's jars and JVM options on every session: the driver's JVM, started by
-        # the first, keeps the class path and options it started with.
-        with spark_session("local[2]", oracle_conf()) as session:
+        with spark_session("local[2]") as session:
             warm = plan_combos(table, select_apis(table, None), warm_n)
             run_spark(table, warm, options, out=None, spark=session)
             warm_seconds = time.perf_counter() - began

@@ -51,7 +51,6 @@ from kafkagen.oracle import (
     EXPECT_REJECTED,
     EXPECT_UNWRITABLE,
     NO_EXPECTATION,
-    KafkaOracle,
     RecordsPaths,
     as_kafka_renders,
     expect_read,
@@ -62,7 +61,16 @@ from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message, Struct
 
 from .builders import builder
-from .kafka import BATCH_ITEMS, READ, WRITE, PeerEntry, Pending, json_text, judge
+from .kafka import (
+    BATCH_ITEMS,
+    READ,
+    WRITE,
+    PeerEntry,
+    Pending,
+    json_text,
+    judge,
+    process_oracle,
+)
 from .peers import NOT_ASKED, PEERS, Difference, ask, ask_mutant, column, shrink
 from .randomgen import RandomGen
 from .rules import MessageRules, Oracle, Plan, Table
@@ -629,20 +637,17 @@ class Fuzzer:
         self.guard = _HangGuard()
         self.replaying = False
         self._pure: dict[tuple[Any, int], tuple[Any, Any] | None] = {}
-        # --oracle kafka: questions for Kafka, handed to ``kafka_sink`` a batch at a time
-        # (default: answered here by a Kafka oracle JVM of this process).
+        # --oracle kafka: questions for Kafka, asked a batch at a time of this process's
+        # oracle JVM.
         self._kafka: Pending | None = None
-        self.kafka_sink: Callable[[Pending, ComboStats], None] = self._ask_kafka_here
         self.records: RecordsPaths | None = None
-        self._kafka_jvm: KafkaOracle | None = None
+        #: The oracle's jars when this process cannot build them (see process_oracle).
+        self.kafka_classpath: Sequence[str] | None = None
 
     def close(self) -> None:
         self.guard.close()
         for peer in self.peers:
             peer.close()
-        if self._kafka_jvm is not None:
-            self._kafka_jvm.close()
-            self._kafka_jvm = None
 
     def _setup(self, api: int, kind: str) -> tuple[type[Message], MessageRules, Oracle]:
         rules = self.table[(api, kind)]
@@ -788,9 +793,9 @@ class Fuzzer:
         pending.add(index, data, text, read, written, asked)
 
     def flush(self) -> None:
-        """Ask the peers the questions queued so far, then hand Kafka's to ``kafka_sink``
-        with the peers' disagreements about the same messages (or, without Kafka, count
-        those as unjudged)."""
+        """Ask the peers the questions queued so far, then Kafka its, with the peers'
+        disagreements about the same messages (or, without Kafka, count those as
+        unjudged)."""
         stats, batch, pending = self._queued, self._peer_batch, self._kafka
         self._queued, self._peer_batch, self._kafka = None, [], None
         if stats is None:
@@ -801,16 +806,13 @@ class Fuzzer:
                 entries += self._ask_peer(peer, batch, stats)
         if pending is not None and pending.items:
             pending.peers.extend(entries)
-            self.kafka_sink(pending, stats)
+            self._ask_kafka(pending, stats)
         else:
             self._judge_peers(stats, entries, set(), kafka=False)
 
-    def _ask_kafka_here(self, pending: Pending, stats: ComboStats) -> None:
+    def _ask_kafka(self, pending: Pending, stats: ComboStats) -> None:
         began = time.perf_counter()
-        if self._kafka_jvm is None:
-            self._kafka_jvm = KafkaOracle()
-            self._kafka_jvm.start()
-        answers = self._kafka_jvm.call(pending.items)
+        answers = process_oracle(self.kafka_classpath).call(pending.items)
         stats.oracle["kafka_seconds"] = (
             stats.oracle.get("kafka_seconds", 0.0) + time.perf_counter() - began
         )

@@ -33,11 +33,8 @@ from typing import IO, Any, NamedTuple
 from urllib.parse import urlparse
 
 from kafkagen.oracle import (
-    UDF_CLASS,
     RecordsPaths,
     build,
-    decode_results,
-    encode_batch,
     records_paths,
 )
 
@@ -50,7 +47,6 @@ from .checks import (
     apply_injection,
     clear_injection,
 )
-from .kafka import Pending
 from .packages import Package, load_shipped
 from .peers import ORACLES, PEER_COUNTS, PEERS, column
 from .plan import Combo, default_tasks, run_task, task_size
@@ -71,7 +67,7 @@ SCHEMA_DDL = (
     + "".join(f"{c} double, " for c in SECONDS_FIELDS)
     + "id string, idx bigint, check_name string, error string, hex string, origin string, "
     + "oracle string, diff string, json string, peer_findings bigint, peer_unjudged bigint, "
-    + "cpu_seconds double, batch binary, refs binary, peers binary, answers binary"
+    + "cpu_seconds double"
 )
 STAT_FIELDS = (
     *(f"by_{c}" for c in CHECKS),
@@ -360,10 +356,10 @@ class JobConfig(NamedTuple):
     #: A codec bug to inject in the tasks (tests): see ``checks.INJECT_ENV``.
     inject: str | None = None
     #: --oracle kafka: where the specs have records fields (Kafka renders them apart), and
-    #: whether the tasks hand their questions on as rows (Spark: the executors' JVMs
-    #: answer them) rather than asking a Kafka oracle JVM of their own.
+    #: the names of the oracle's jars the driver shipped with ``addFile`` (Spark; empty:
+    #: the task's process builds them).
     records: RecordsPaths | None = None
-    kafka_rows: bool = False
+    oracle_jars: tuple[str, ...] = ()
 
 
 def _stat_row(st: ComboStats, task: int, attempt: int) -> dict[str, Any]:
@@ -431,12 +427,13 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
     if config.inject:
         apply_injection(config.inject, config.options.package)
     fuzzer = None
-    questions: list[Pending] = []
     if "kafka" in config.options.oracles:
         fuzzer = Fuzzer(config.table, config.options)
         fuzzer.records = config.records
-        if config.kafka_rows:
-            fuzzer.kafka_sink = lambda pending, _stats: questions.append(pending)
+        if config.oracle_jars:
+            from pyspark import SparkFiles
+
+            fuzzer.kafka_classpath = [SparkFiles.get(name) for name in config.oracle_jars]
     try:
         stats = run_task(
             config.table,
@@ -455,18 +452,6 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
             clear_injection()  # Python workers are reused by later jobs
         if sock is not None:
             sock.close()
-    for pending in questions:
-        yield {
-            "rec": "kafka",
-            "task": task,
-            "attempt": attempt,
-            "api": pending.api,
-            "kind": pending.kind,
-            "version": pending.version,
-            "batch": encode_batch(pending.items),
-            "refs": pending.packed_refs(),
-            "peers": pending.packed_peers(),
-        }
     yield from _result_rows(stats, task, attempt)
     yield {
         "rec": "task",
@@ -520,53 +505,6 @@ def _result_rows(stats: Iterable[ComboStats], task: int, attempt: int) -> Iterat
                 "error": f.error,
                 "hex": f.hex,
             }
-
-
-def judge_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
-    """The mapInArrow function after Kafka judged in the JVM: rows of messages ("kafka")
-    with Kafka's ``answers`` (what it did not agree on) become counts and failures, one
-    stats row per task and (API, kind, version) so findings are capped as in the task;
-    other rows pass."""
-    import pyarrow as pa
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    attempt = ctx.attemptNumber() if ctx is not None else 0
-    schema = _arrow_schema()
-
-    def record_batch(rows: list[dict[str, Any]]) -> Any:
-        columns = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in schema]
-        return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-    fuzzer: Fuzzer | None = None
-    judged: dict[tuple[int, int, str, int], ComboStats] = {}
-    try:
-        for batch in batches:
-            passed = []
-            for row in batch.to_pylist():
-                if row["rec"] != "kafka":
-                    row["answers"] = None
-                    passed.append(row)
-                    continue
-                if fuzzer is None:
-                    fuzzer = Fuzzer(config.table, config.options)
-                    fuzzer.records = config.records
-                pending = Pending(row["api"], row["kind"], row["version"])
-                pending.refs = Pending.unpack_refs(row["refs"])
-                pending.peers = Pending.unpack_peers(row["peers"])
-                key = (row["task"], pending.api, pending.kind, pending.version)
-                st = judged.get(key)
-                if st is None:
-                    st = judged[key] = ComboStats(pending.api, pending.kind, pending.version)
-                fuzzer.judge_kafka(pending, decode_results(row["answers"]), st)
-            if passed:
-                yield record_batch(passed)
-        rows = [r for (task, *_), st in judged.items() for r in _result_rows([st], task, attempt)]
-        if rows:
-            yield record_batch(rows)
-    finally:
-        if fuzzer is not None:
-            fuzzer.close()
 
 
 def arrow_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
@@ -772,38 +710,19 @@ def collect(rows: Iterable[dict[str, Any]], result: RunResult) -> RunResult:
     return result
 
 
-#: With --oracle kafka a message costs the tasks about this many times the memory until
-#: the task ends (its questions for Kafka), so tasks are that many times smaller.
-KAFKA_TASK_WEIGHT = 10
+_shipped_oracles: dict[int, tuple[str, ...]] = {}
 
 
-def oracle_jars() -> list[Path]:
-    """What the executors need for --oracle kafka: the oracle with its Spark SQL function
-    (built against this PySpark's jars) and kafka-clients; Spark brings Jackson."""
-    import pyspark
-
-    jars = build(spark_jars=Path(pyspark.__file__).resolve().parent / "jars")
-    return [jars[0], *(j for j in jars[1:] if j.name.startswith("kafka-clients-"))]
-
-
-#: The JVMs' just-in-time compiler for --oracle kafka: C1 only. Kafka's classes are
-#: hundreds of message types, each hot for a while: on 200,000 messages on local[2] the
-#: tiered C2 compiler spent 20 CPU-s compiling them against 3 for C1 alone, and the
-#: answers took the same CPU either way (7.4 and 7.2 s), so C2 never paid off.
-ORACLE_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
-
-
-def oracle_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
-    """``conf`` plus what a Spark session needs for --oracle kafka (see
-    :func:`oracle_jars`, :data:`ORACLE_JVM_OPTIONS`): pass it to :func:`spark_session` to
-    run several oracle jobs on one session. JVM options given in ``conf`` are kept."""
-    out = {
-        "spark.driver.extraJavaOptions": ORACLE_JVM_OPTIONS,
-        "spark.executor.extraJavaOptions": ORACLE_JVM_OPTIONS,
-        **(conf or {}),
-    }
-    out["spark.jars"] = ",".join(map(str, oracle_jars()))
-    return out
+def ship_oracle(sc: Any) -> tuple[str, ...]:
+    """Add the Kafka oracle's jars (built here once) to ``sc`` with ``addFile``; their
+    names, which the tasks look up in SparkFiles to start each Python worker's oracle JVM."""
+    key = id(sc._jsc)
+    if key not in _shipped_oracles:
+        jars = build()
+        for jar in jars:
+            sc.addFile(str(jar))
+        _shipped_oracles[key] = tuple(jar.name for jar in jars)
+    return _shipped_oracles[key]
 
 
 def run_spark(
@@ -822,30 +741,15 @@ def run_spark(
     results; ``package``: the generated package ``options.package`` names, shipped to the
     executors when it is not the built-in. A codec bug named by
     ``$KAFKAGEN_FUZZ_INJECT`` reaches the tasks too."""
-    records = None
-    if "kafka" in options.oracles:
-        from pyspark import SparkContext
-
-        active = SparkContext._active_spark_context if spark is None else spark.sparkContext
-        if active is not None:
-            jars = oracle_conf()["spark.jars"]
-            if jars not in (active.getConf().get("spark.jars") or ""):
-                raise ValueError(
-                    "--oracle kafka needs Kafka's jars in the Spark session: stop the "
-                    "running one, or start it with oracle_conf()"
-                )
-        else:
-            conf = oracle_conf(conf)
-        records = records_paths()
+    records = records_paths() if "kafka" in options.oracles else None
     with contextlib.ExitStack() as stack:
         if spark is None:
             spark = stack.enter_context(spark_session(master, conf))
         sc = spark.sparkContext
         ship(sc, package)
+        jars = ship_oracle(sc) if records is not None else ()
         total = sum(c.messages for c in combos)
-        # A task keeps its questions for Kafka until it ends: smaller tasks with the oracle.
-        weight = KAFKA_TASK_WEIGHT if records is not None else 1
-        n_tasks = tasks or default_tasks(sc.defaultParallelism, total * weight)
+        n_tasks = tasks or default_tasks(sc.defaultParallelism, total)
         host = os.environ.get("SPARK_LOCAL_IP") or sc.getConf().get("spark.driver.host")
         progress = Progress(total, sc, out, host or "127.0.0.1")
         config = JobConfig(
@@ -857,16 +761,12 @@ def run_spark(
             fault,
             os.environ.get(INJECT_ENV) or None,
             records,
-            records is not None,
+            jars,
         )
         began = time.perf_counter()
         progress.tasks = n_tasks
         progress.start()
         try:
-            if records is not None:
-                from pyspark.sql.types import BinaryType
-
-                spark.udf.registerJavaFunction("kafka_oracle", UDF_CLASS, BinaryType())
             tables, interrupted = _run_tasks(spark, config, progress)
         finally:
             progress.stop()
@@ -877,22 +777,13 @@ def run_spark(
 
 def _task_job(spark: Any, config: JobConfig, task: int) -> Any:
     """One task as a Spark job of its own: its rows as an Arrow table. With --oracle
-    kafka Kafka judges its messages in the executor's JVM (the SQL function
-    ``kafka_oracle``, registered by run_spark), and a second Python stage decides what
-    Kafka did not agree on; the messages themselves do not go back to Python."""
-    df = spark.range(task, task + 1, 1, 1).mapInArrow(
-        functools.partial(arrow_task, config), SCHEMA_DDL
+    kafka the task's Python worker asks its own oracle JVM as it goes (started by the
+    first such task it runs), so only counts and findings leave the task."""
+    return (
+        spark.range(task, task + 1, 1, 1)
+        .mapInArrow(functools.partial(arrow_task, config), SCHEMA_DDL)
+        .toArrow()
     )
-    if config.kafka_rows:
-        from pyspark.sql.functions import expr, lit
-
-        df = (
-            df.drop("answers")
-            .withColumn("answers", expr("kafka_oracle(batch)"))
-            .withColumn("batch", lit(None).cast("binary"))
-            .mapInArrow(functools.partial(judge_task, config), SCHEMA_DDL)
-        )
-    return df.toArrow()
 
 
 def _run_tasks(spark: Any, config: JobConfig, progress: Progress) -> tuple[list[Any], bool]:
@@ -943,7 +834,7 @@ __all__ = [
     "Progress",
     "RunResult",
     "build_zip",
-    "oracle_conf",
+    "ship_oracle",
     "package_dirs",
     "run_plain",
     "run_spark",

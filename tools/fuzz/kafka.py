@@ -18,24 +18,27 @@ documented differences). Where the fuzzer has no cheap exact expectation (a mess
 own checks already failed), Kafka's answer always comes back to be judged here.
 
 The fuzzer collects the messages per (API, kind, version) into :class:`Pending` batches.
-Their answers come from a :class:`~kafkagen.oracle.KafkaOracle` in this process (runs
-without Spark, replays) or from the same Java class in the Spark executors' JVMs. Versions
-Kafka does not have are counted as skipped, never as passed.
+Their answers come from the one :class:`~kafkagen.oracle.KafkaOracle` JVM of this process
+(:func:`process_oracle`): in a Spark job each Python worker keeps its own beside it for
+all the tasks it runs, so a message goes once through a pipe and comes back (as a rule)
+as nothing. Versions Kafka does not have are counted as skipped, never as passed.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import json.encoder
-import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kafkagen.oracle import (
     JUDGED_READ,
     JUDGED_WRITE,
     Item,
+    KafkaOracle,
     Outcome,
     RecordsPaths,
     compare,
@@ -50,8 +53,7 @@ from kafkagen.runtime.message import Message
 #: What a question asks, besides a mutant's number (0, 1, ...): as a judged message's
 #: answer names them.
 READ, WRITE = JUDGED_READ, JUDGED_WRITE
-_REF = struct.Struct(">qb")
-#: Messages per batch: a Spark row, or one call to the JVM (each about three questions).
+#: Messages per call to the JVM (each about three questions).
 BATCH_ITEMS = 1024
 #: A peer's disagreement waiting for Kafka's answer to the same question: (peer, message
 #: index, READ / WRITE / mutant number, question, kind of difference).
@@ -111,19 +113,31 @@ class Pending:
         self.items.append(judge_item(api, kind, v, data, text, read, written, mutants))
         self.refs.append((index, 2 + len(mutants)))
 
-    def packed_refs(self) -> bytes:
-        return b"".join(_REF.pack(i, n) for i, n in self.refs)
 
-    @staticmethod
-    def unpack_refs(data: bytes) -> list[tuple[int, int]]:
-        return [(i, n) for i, n in _REF.iter_unpack(data)]
+_oracles: dict[tuple[str, ...] | None, KafkaOracle] = {}
 
-    def packed_peers(self) -> bytes:
-        return json.dumps(self.peers).encode()
 
-    @staticmethod
-    def unpack_peers(data: bytes | None) -> list[PeerEntry]:
-        return [(p, int(i), int(r), c, k) for p, i, r, c, k in json.loads(data or b"[]")]
+def process_oracle(classpath: Sequence[str] | None = None) -> KafkaOracle:
+    """This process's Kafka oracle JVM, started on first use and kept until the process
+    exits (a Spark Python worker runs many tasks: one JVM start and warm-up serves them
+    all). ``classpath``: the oracle's jars when this process cannot build them (a Spark
+    task gets the driver's); None builds them here."""
+    key = None if classpath is None else tuple(classpath)
+    oracle = _oracles.get(key)
+    if oracle is None:
+        if not _oracles:
+            atexit.register(close_process_oracles)
+        oracle = KafkaOracle(classpath=None if key is None else [Path(p) for p in key])
+        oracle.start()
+        _oracles[key] = oracle
+    return oracle
+
+
+def close_process_oracles() -> None:
+    """Stop this process's oracle JVMs (they also stop when the process dies: their
+    input ends)."""
+    while _oracles:
+        _oracles.popitem()[1].close()
 
 
 #: What judge reports per failure: (message index, what went wrong, the bytes asked about).
@@ -202,6 +216,8 @@ __all__ = [
     "WRITE",
     "Pending",
     "Verdicts",
+    "close_process_oracles",
     "json_text",
     "judge",
+    "process_oracle",
 ]

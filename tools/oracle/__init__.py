@@ -65,9 +65,6 @@ KAFKA_VERSION = "4.4.0"
 #: is the version Kafka 4.4.0 itself ships with.
 JACKSON = "com.fasterxml.jackson.core:jackson-databind:2.21.7"
 SOURCES = Path(__file__).resolve().parent / "java" / "src"
-#: The Spark SQL function over batches, built only for Spark (it needs Spark's jars).
-SPARK_SOURCES = SOURCES.parent / "spark"
-UDF_CLASS = "kafkagen.oracle.KafkaOracleUdf"
 MAIN_CLASS = "kafkagen.oracle.KafkaOracle"
 #: JVM options: a bounded heap, and the serial collector (one JVM among many processes on
 #: a small machine; a batch allocates little that survives it).
@@ -132,11 +129,10 @@ def dependencies(version: str | None = None) -> list[str]:
     return [f"org.apache.kafka:kafka-clients:{version or kafka_version()}", JACKSON]
 
 
-def build(version: str | None = None, spark_jars: Path | None = None) -> list[Path]:
+def build(version: str | None = None) -> list[Path]:
     """The oracle's classpath for a Kafka release (default :func:`kafka_version`): its
     jar, built now unless a build of these very sources is cached, then Kafka's jars
-    (resolved from Maven Central once). With ``spark_jars`` (a Spark installation's
-    ``jars`` folder) the jar also holds the Spark SQL function, compiled against it."""
+    (resolved from Maven Central once)."""
     javac = _javac()
     coords = dependencies(version)
     try:
@@ -144,18 +140,13 @@ def build(version: str | None = None, spark_jars: Path | None = None) -> list[Pa
     except maven.MavenError as e:
         raise OracleError(f"the Kafka oracle's jars: {e}") from e
     files = source_files()
-    compile_cp = list(deps)
     digest = hashlib.sha256("\n".join(coords).encode())
-    if spark_jars is not None:
-        files += sorted(SPARK_SOURCES.rglob("*.java"))
-        compile_cp.append(spark_jars / "*")
-        digest.update("\n".join(sorted(p.name for p in spark_jars.glob("*.jar"))).encode())
     for path in files:
         digest.update(path.relative_to(SOURCES.parent).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
     jar = maven.cache_dir() / f"kafka-oracle-{digest.hexdigest()[:16]}.jar"
     if not jar.is_file():
-        _compile(javac, files, compile_cp, jar)
+        _compile(javac, files, deps, jar)
     return [jar, *deps]
 
 
@@ -387,13 +378,20 @@ class KafkaOracle:
     it builds the oracle first when needed. ``version`` is the Kafka release (default
     :func:`kafka_version`); ``started_in`` is how long the JVM took to answer (seconds).
     ``coordinator_records`` puts the group coordinator's jar of the same release on the
-    classpath, for the kinds ``coordinator-key`` and ``coordinator-value``.
+    classpath, for the kinds ``coordinator-key`` and ``coordinator-value``. ``classpath``
+    is :func:`build`'s result made elsewhere (a Spark task gets the driver's jars), so
+    this process needs neither the Java sources nor Maven.
     """
 
     def __init__(
-        self, version: str | None = None, java: str | None = None, coordinator_records: bool = False
+        self,
+        version: str | None = None,
+        java: str | None = None,
+        coordinator_records: bool = False,
+        classpath: Sequence[Path] | None = None,
     ) -> None:
         self.version = version or kafka_version()
+        self.classpath = list(classpath) if classpath is not None else None
         self.coordinator_records = coordinator_records
         self._java = java or shutil.which("java") or "java"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -412,7 +410,7 @@ class KafkaOracle:
     def start(self) -> None:
         if self._proc is not None:
             return
-        jars = build(self.version)
+        jars = build(self.version) if self.classpath is None else list(self.classpath)
         if self.coordinator_records:
             coords = [f"org.apache.kafka:kafka-group-coordinator:{self.version}"]
             try:

@@ -39,9 +39,9 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
 /**
  * Kafka's own generated message classes behind one batch operation.
  *
- * <p>{@link #process} takes a batch of items and returns one result per item, in order. Every
- * caller speaks this one format: the Python client through {@link #main} (length-prefixed frames
- * on stdin and stdout), and Spark through a UDF over a binary column of batches.
+ * <p>{@link #process} takes a batch of items and returns one result per item, in order. The
+ * Python client speaks this format through {@link #main}: length-prefixed frames on stdin and
+ * stdout, one JVM per Python process (in Spark, per Python worker).
  *
  * <p>A batch (big-endian): int32 count, then per item: int8 op, int16 api key, int8 kind (0
  * request, 1 response, 2 request header, 3 response header, 4 coordinator key and 5 coordinator
@@ -182,7 +182,7 @@ public final class KafkaOracle {
         }
     }
 
-    /** The results of one batch; thread-safe (Spark runs several tasks in one JVM). */
+    /** The results of one batch; thread-safe. */
     public static byte[] process(byte[] batch) {
         ByteBuffer in = ByteBuffer.wrap(batch);
         int count = in.getInt();
