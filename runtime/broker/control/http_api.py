@@ -25,8 +25,8 @@ POST   /faults/clock                  {"broker": 1, "skew_ms": 60000}: move its 
 DELETE /faults                        heal: remove every fault
 POST   /reset                         undo rules, records, faults, stopped brokers, caps
 GET    /memory?top=N                  the process's live objects by type (after a full
-                                      collection) and, when tracemalloc traces, the
-                                      source lines holding most memory
+                                      collection), what its allocators hold and, when
+                                      tracemalloc traces, the source lines holding most
 ====== ============================== ===============================================
 
 Errors answer 400 (a bad body or a control that cannot be done) or 404 (no such
@@ -36,10 +36,13 @@ endpoint or rule) with ``{"error": "..."}``.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import gc
 import json
 import logging
 import re
+import sys
 import tracemalloc
 import urllib.parse
 from collections import Counter
@@ -335,7 +338,13 @@ def memory_json(top: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "objects": sum(counts.values()),
         "types": dict(counts.most_common(top)),
+        # Blocks of CPython's small-object allocator in use, whose 1 MiB arenas go back to
+        # the system only when wholly empty.
+        "allocated_blocks": sys.getallocatedblocks(),
     }
+    heap = _malloc_heap()
+    if heap is not None:
+        out["heap"] = heap
     if tracemalloc.is_tracing():
         snapshot = tracemalloc.take_snapshot().filter_traces(
             [tracemalloc.Filter(False, tracemalloc.__file__)]
@@ -351,6 +360,40 @@ def memory_json(top: int) -> dict[str, Any]:
             for s in stats[:top]
         ]
     return out
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def _malloc_heap() -> dict[str, int] | None:
+    """The C heap as glibc's ``mallinfo2`` counts it (None elsewhere): bytes in use, bytes
+    free inside the heap (held, not returned) and bytes of large blocks mapped apart.
+    CPython's small-object arenas are mapped directly and are in none of these."""
+    name = ctypes.util.find_library("c")
+    try:
+        fn = ctypes.CDLL(name).mallinfo2 if name else None
+    except (OSError, AttributeError):
+        return None
+    if fn is None:
+        return None
+    fn.restype = _MallInfo2
+    info = fn()
+    return {"in_use": info.uordblks, "free": info.fordblks, "mapped": info.hblkhd}
 
 
 def _type_name(t: type) -> str:
