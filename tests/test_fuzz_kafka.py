@@ -1,8 +1,9 @@
 """``kafkagen fuzz --oracle kafka``: Kafka's own classes judge every fuzzed message.
 
-Runs without Spark (a Kafka oracle JVM in this process) and on Spark (the same Java
-class in the executors' JVMs) must count the same; a codec bug kafkagen's own checks
-cannot see, because its encoder and decoder agree on it, is caught by Kafka and replays.
+Runs without Spark (a Kafka oracle JVM in this process) and on Spark (an oracle JVM
+beside each Python worker, from the jars the driver shipped) must count the same; a codec
+bug kafkagen's own checks cannot see, because its encoder and decoder agree on it, is
+caught by Kafka and replays.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def test_kafka_answers_three_questions_about_every_message(plain: Any) -> None:
 
 
 def test_spark_counts_what_the_plain_run_counts(plain: Any) -> None:
-    """The same seed on Spark with two executor JVMs of their own (local-cluster), which
-    get Kafka's classes and the oracle shipped as jars and answer there."""
+    """The same seed on Spark with two executors of their own (local-cluster), whose
+    Python workers get the oracle's jars from the driver and each start a JVM of them."""
     on_spark, _ = run_fuzz(
         MESSAGES,
         master="local-cluster[2,1,1024]",
@@ -69,6 +70,23 @@ def test_spark_counts_what_the_plain_run_counts(plain: Any) -> None:
         tasks=4,
     )
     assert per_version(on_spark) == per_version(plain)
+
+
+def test_a_process_keeps_one_oracle_jvm_for_all_its_judging() -> None:
+    """Asked again with the same jars, the process's oracle is the same running JVM (a
+    Spark worker's later tasks reuse it); once closed, the next ask starts another."""
+    from kafkagen.fuzz.kafka import close_process_oracles, process_oracle
+    from kafkagen.oracle import build
+
+    jars = [str(p) for p in build()]
+    first = process_oracle(jars)
+    assert process_oracle(jars) is first
+    assert first.versions()[18].name == "ApiVersions"
+    close_process_oracles()
+    second = process_oracle(jars)
+    assert second is not first
+    assert second.versions()[18].name == "ApiVersions"
+    close_process_oracles()
 
 
 @pytest.fixture()
