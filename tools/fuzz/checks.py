@@ -62,6 +62,7 @@ from kafkagen.runtime.message import Message, Struct
 
 from .builders import builder
 from .kafka import (
+    BATCH_BYTES,
     BATCH_ITEMS,
     READ,
     WRITE,
@@ -749,8 +750,9 @@ class Fuzzer:
             if self._kafka is None:
                 self._kafka = Pending(stats.api, stats.kind, v)
             self._kafka_item(self._kafka, stats, index, cls, m, v, data, *kafka)
+        pending = self._kafka
         if len(self._peer_batch) >= PEER_BATCH or (
-            self._kafka is not None and len(self._kafka.items) >= BATCH_ITEMS
+            pending is not None and (len(pending) >= BATCH_ITEMS or pending.size >= BATCH_BYTES)
         ):
             self.flush()
 
@@ -804,7 +806,7 @@ class Fuzzer:
         if batch:
             for peer in self.peers:
                 entries += self._ask_peer(peer, batch, stats)
-        if pending is not None and pending.items:
+        if pending is not None and len(pending):
             pending.peers.extend(entries)
             self._ask_kafka(pending, stats)
         else:
@@ -812,7 +814,7 @@ class Fuzzer:
 
     def _ask_kafka(self, pending: Pending, stats: ComboStats) -> None:
         began = time.perf_counter()
-        answers = process_oracle(self.kafka_classpath).call(pending.items)
+        answers = pending.ask(process_oracle(self.kafka_classpath))
         stats.oracle["kafka_seconds"] = (
             stats.oracle.get("kafka_seconds", 0.0) + time.perf_counter() - began
         )

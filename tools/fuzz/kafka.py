@@ -37,14 +37,13 @@ from typing import Any
 from kafkagen.oracle import (
     JUDGED_READ,
     JUDGED_WRITE,
-    Item,
     KafkaOracle,
     Outcome,
     RecordsPaths,
     compare,
     disagreements,
     explain,
-    judge_item,
+    judge_parts,
     kafkagen_class,
     kafkagen_read,
 )
@@ -53,8 +52,10 @@ from kafkagen.runtime.message import Message
 #: What a question asks, besides a mutant's number (0, 1, ...): as a judged message's
 #: answer names them.
 READ, WRITE = JUDGED_READ, JUDGED_WRITE
-#: Messages per call to the JVM (each about three questions).
+#: Messages per call to the JVM (each about three questions), and the bytes after which a
+#: batch goes sooner (well under what one call takes).
 BATCH_ITEMS = 1024
+BATCH_BYTES = 4 << 20
 #: A peer's disagreement waiting for Kafka's answer to the same question: (peer, message
 #: index, READ / WRITE / mutant number, question, kind of difference).
 PeerEntry = tuple[str, int, int, str, str]
@@ -88,13 +89,15 @@ def json_text(obj: Any) -> bytes:
 
 @dataclass
 class Pending:
-    """Messages of one (API, kind, version) for Kafka to judge: ``refs[i]`` is (message
-    index, questions asked) of ``items[i]``."""
+    """Messages of one (API, kind, version) for Kafka to judge, as the parts of a batch
+    (:func:`kafkagen.oracle.judge_parts`): ``refs[i]`` is (message index, questions
+    asked) of the i-th."""
 
     api: int
     kind: str
     version: int
-    items: list[Item] = field(default_factory=list)
+    parts: list[bytes] = field(default_factory=list)
+    size: int = 0
     refs: list[tuple[int, int]] = field(default_factory=list)
     #: The peers' disagreements about these messages.
     peers: list[PeerEntry] = field(default_factory=list)
@@ -110,8 +113,17 @@ class Pending:
     ) -> None:
         """One message: see :func:`kafkagen.oracle.judge_item`."""
         api, kind, v = self.api, self.kind, self.version
-        self.items.append(judge_item(api, kind, v, data, text, read, written, mutants))
+        parts = judge_parts(api, kind, v, data, text, read, written, mutants)
+        self.parts += parts
+        self.size += sum(map(len, parts))
         self.refs.append((index, 2 + len(mutants)))
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+    def ask(self, oracle: KafkaOracle) -> list[Outcome]:
+        """Kafka's answers about these messages, in order."""
+        return oracle.call_parts(self.parts, len(self.refs))
 
 
 _oracles: dict[tuple[str, ...] | None, KafkaOracle] = {}

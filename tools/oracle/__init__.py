@@ -228,7 +228,23 @@ def judge_item(
     (:func:`expect_read`, :data:`EXPECT_REJECTED`, ...), the bytes kafkagen writes from the
     JSON form (``data`` itself when it is the same object; None: no expectation) and the
     corrupted copies, each with kafkagen's expectation for reading it."""
-    parts = [_LENGTH(len(data)), data, _LENGTH(len(json_text)), json_text, read]
+    parts = judge_parts(api_key, kind, version, data, json_text, read, written, mutants)
+    return Item(_JUDGE, api_key, kind, version, b"".join(parts[1:]))
+
+
+def judge_parts(
+    api_key: int,
+    kind: str,
+    version: int,
+    data: bytes,
+    json_text: bytes,
+    read: bytes,
+    written: bytes | None,
+    mutants: Sequence[tuple[bytes, bytes]] = (),
+) -> list[bytes]:
+    """:func:`judge_item`'s place in a batch as parts, its header first: a batch built
+    from these (:meth:`KafkaOracle.call_parts`) copies each message's bytes once."""
+    parts = [b"", _LENGTH(len(data)), data, _LENGTH(len(json_text)), json_text, read]
     if written is None:
         parts.append(NO_EXPECTATION)
     else:
@@ -236,7 +252,11 @@ def judge_item(
     parts.append(bytes((len(mutants),)))
     for bad, expect in mutants:
         parts += (_LENGTH(len(bad)), bad, expect)
-    return Item(_JUDGE, api_key, kind, version, b"".join(parts))
+    code = _KIND_CODES.get(kind)
+    if code is None:
+        raise ValueError(f"oracle item: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    parts[0] = _ITEM.pack(_JUDGE, api_key, code, version, sum(map(len, parts)))
+    return parts
 
 
 #: A question of a judge item: the read of its bytes, the write of its JSON form, or the
@@ -248,6 +268,8 @@ def disagreements(answer: Outcome) -> list[tuple[int, Outcome, bytes]]:
     """What Kafka did not agree on in a judged message: (the question: :data:`JUDGED_READ`,
     :data:`JUDGED_WRITE` or a corrupted copy's number; Kafka's outcome; the bytes or JSON
     text asked about)."""
+    if answer is AGREED:
+        return []
     if not answer.ok:
         raise OracleError(f"a judge item's answer is {answer.status}: {answer.reason[:300]}")
     view = memoryview(answer.data)
@@ -317,12 +339,22 @@ def decode_results(frame: bytes | memoryview) -> list[Outcome]:
     (count,) = _COUNT.unpack_from(view, 0)
     pos = 4
     out = []
+    agreed, size = _AGREED_RESULT, len(_AGREED_RESULT)
     for _ in range(count):
+        if view[pos : pos + size] == agreed:  # the common answer, shared
+            out.append(AGREED)
+            pos += size
+            continue
         outcome, pos = _result(view, pos)
         out.append(outcome)
     if pos != len(view):
         raise OracleError(f"oracle results: {len(view) - pos} bytes after {count} results")
     return out
+
+
+#: A judged message Kafka agreed with all of: no disagreement (see :func:`disagreements`).
+AGREED = Outcome("ok", None, b"\x00\x00")
+_AGREED_RESULT = b"\x00" + _COUNT.pack(0) + _COUNT.pack(2) + AGREED.data
 
 
 def _result(view: memoryview, pos: int) -> tuple[Outcome, int]:
@@ -456,6 +488,14 @@ class KafkaOracle:
         for part in _split(items):
             out.extend(decode_results(self._exchange(encode_batch(part))))
         return out
+
+    def call_parts(self, parts: Sequence[bytes], count: int) -> list[Outcome]:
+        """Kafka's outcome of each of ``count`` items given as their parts in a batch
+        (:func:`judge_parts`), in order; at most MAX_BATCH_ITEMS and MAX_BATCH_BYTES."""
+        size = sum(map(len, parts))
+        if count > MAX_BATCH_ITEMS or size > MAX_BATCH_BYTES:
+            raise ValueError(f"a batch of {count} items and {size:,} bytes is too big to send")
+        return decode_results(self._exchange(b"".join([_COUNT.pack(count), *parts])))
 
     def read(self, items: Iterable[tuple[int, str, int, bytes]]) -> list[Outcome]:
         """Kafka reads each (API key, kind, version, bytes)."""
