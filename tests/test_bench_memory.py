@@ -13,6 +13,7 @@ from kafkagen.bench.memory import (
     Reading,
     clean_up,
     internal_log_bytes,
+    make_internal_topics,
     round_of_requests,
     verdict,
 )
@@ -109,6 +110,19 @@ def test_the_clean_up_removes_what_requests_created() -> None:
         assert removed["topics"] == 1 and removed["groups"] == 1 and removed["ACLs"] == 1
         assert removed["client quotas"] == 1 and removed["SCRAM credentials"] == 1
         assert _left(w) == dict.fromkeys(made, 0)
+
+
+def test_the_internal_topics_are_made_before_the_first_reading() -> None:
+    """One FindCoordinator of each key type makes all three internal topics, which random
+    requests would otherwise make in whichever round first asked."""
+    with BackgroundCluster(brokers=1) as c:
+        assert asyncio.run(internal_log_bytes(c.bootstrap)) == {}
+        asyncio.run(make_internal_topics(c.bootstrap))
+        assert set(asyncio.run(internal_log_bytes(c.bootstrap))) == {
+            "__consumer_offsets",
+            "__share_group_state",
+            "__transaction_state",
+        }
 
 
 def _reading(label: str, mib: float) -> Reading:
