@@ -18,7 +18,7 @@ from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.get_telemetry_subscriptions import GetTelemetrySubscriptionsRequest
 from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.push_telemetry import PushTelemetryRequest
-from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.cluster import TELEMETRY_EXPIRY_S, BackgroundCluster
 from kafkagen.runtime.broker.config.store import ConfigStore
 from kafkagen.runtime.broker.metadata.cluster_metadata import ClusterMetadata
 from kafkagen.runtime.broker.telemetry.client_telemetry import ClientTelemetry
@@ -261,3 +261,35 @@ def test_expired_instances_are_forgotten_not_kept_until_the_cache_is_full() -> N
     now[0] += 1
     telemetry.subscription(ZERO, client)
     assert len(telemetry._instances) == 2  # the 500 expired; the one asked later stays
+
+
+def test_expired_instances_go_without_another_request() -> None:
+    """The expiry is a timer in Kafka, not a check on the next request: a broker no
+    client asks any more lets its instances go (the broker sweeps every few seconds)."""
+    now = [1_000_000]
+    telemetry = ClientTelemetry(ClusterMetadata(ConfigStore()), 2048, time_ms=lambda: now[0])
+    client = {"client_id": "c", "client_software_name": "s", "client_software_version": "1"}
+    for _ in range(300):
+        telemetry.subscription(ZERO, client)
+    now[0] += 15 * 60_000 - 1
+    telemetry.forget_expired()
+    assert len(telemetry._instances) == 300
+    now[0] += 1
+    telemetry.forget_expired()
+    assert len(telemetry._instances) == 0
+
+
+def test_a_broker_sweeps_its_expired_instances_on_a_timer() -> None:
+    """On a running cluster the sweep is scheduled: an instance whose expiry passed is
+    gone a sweep later with no request in between."""
+    with BackgroundCluster(brokers=1) as c, WireClient(c.bootstrap) as w:
+        assert c.cluster is not None
+        telemetry = c.cluster.telemetry_of(c.cluster.brokers[0].node_id)
+        w.call(71, 0, GetTelemetrySubscriptionsRequest(client_instance_id=ZERO))
+        assert len(telemetry._instances) == 1
+        real = telemetry.time_ms
+        telemetry.time_ms = lambda: real() + 15 * 60_000  # the expiry has passed
+        deadline = time.monotonic() + 3 * TELEMETRY_EXPIRY_S
+        while telemetry._instances and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(telemetry._instances) == 0

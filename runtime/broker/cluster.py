@@ -69,6 +69,8 @@ T = TypeVar("T")
 
 #: How often the replicas' high watermarks and log starts are checkpointed with a log dir.
 CHECKPOINT_INTERVAL_S = 5.0
+#: How often client telemetry instances past their expiry are dropped.
+TELEMETRY_EXPIRY_S = 10.0
 
 
 def _check_loopback(host: str) -> None:
@@ -162,6 +164,7 @@ class Broker(MetadataListener):
         self._retention_check: asyncio.TimerHandle | None = None
         self._cleaner_check: asyncio.TimerHandle | None = None
         self._checkpoint: asyncio.TimerHandle | None = None
+        self._telemetry_expiry: asyncio.TimerHandle | None = None
 
     @property
     def info(self) -> BrokerInfo:
@@ -176,6 +179,16 @@ class Broker(MetadataListener):
         self._schedule_retention()
         self._schedule_cleaner()
         self._schedule_checkpoint()
+        self._schedule_telemetry_expiry()
+
+    def _schedule_telemetry_expiry(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._telemetry_expiry = loop.call_later(TELEMETRY_EXPIRY_S, self._telemetry_tick)
+
+    def _telemetry_tick(self) -> None:
+        self._telemetry_expiry = None
+        self.services.telemetry.forget_expired()
+        self._schedule_telemetry_expiry()
 
     def _schedule_checkpoint(self) -> None:
         # High watermarks reach the log directory every few seconds, as in Kafka; after a
@@ -292,10 +305,12 @@ class Broker(MetadataListener):
             self._retention_check,
             self._cleaner_check,
             self._checkpoint,
+            self._telemetry_expiry,
         ):
             if handle is not None:
                 handle.cancel()
         self._isr_check = self._retention_check = self._cleaner_check = self._checkpoint = None
+        self._telemetry_expiry = None
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
         self.services.share_partitions.shutdown()

@@ -260,6 +260,11 @@ class ClientTelemetry:
         self._forget_expired(now)
         return inst
 
+    def forget_expired(self) -> None:
+        """Drop the instances whose expiry passed: run every few seconds (Kafka removes
+        each at its own expiry), so a broker no client asks any more lets them go."""
+        self._forget_expired(self.time_ms())
+
     def _forget_expired(self, now: int) -> None:
         """Drop the instances whose expiry passed, as Kafka's expiration timer removes
         them from its cache: the dict runs from the least recently asked, so it stops at
