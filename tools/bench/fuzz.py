@@ -203,7 +203,7 @@ def oracle_table(table: Table, n: int, seed: int) -> None:
     minutes = (TARGET / kafka_rate + fixed) / 60
     print(
         f"10,000,000 messages with --oracle kafka on local[2] at this rate: {minutes:.1f} min "
-        f"including {fixed:.0f} s of session start and first job (target <= 10 min)"
+        f"including {fixed:.0f} s of session start and first job (target <= 5 min)"
     )
 
 
