@@ -154,8 +154,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=(),
         metavar="NAME[,NAME...]",
         help="others that judge every message too, a comma list of: kafka (Kafka's own "
-        "message classes, kafka-clients 4.4.0, in the executors' JVMs; any disagreement "
-        "is a failure; needs Java 17 and Maven), kafka-python, kio (peer codecs: they read "
+        "message classes, kafka-clients 4.4.0, in a JVM beside each Python worker; any "
+        "disagreement is a failure; needs Java 17 and Maven), kafka-python, kio (peer "
+        "codecs: they read "
         "the bytes, write them back and read the corrupted copies; a disagreement is the "
         "peer's finding where Kafka agrees with kafkagen, unjudged without Kafka)",
     )

@@ -21,8 +21,8 @@ returns and has consumed every byte (its request parser would ignore leftovers; 
 ``decode`` must consume its input whole, so leftovers are a rejection on both sides).
 
 The batch format (:func:`encode_batch`, :func:`decode_results`) is the contract: a
-:class:`KafkaOracle` sends it to one long-lived JVM over stdin and stdout, and a Spark job
-can hand the same batches to the same Java code inside the executors' JVMs.
+:class:`KafkaOracle` sends it to one long-lived JVM over stdin and stdout (in a Spark job,
+one JVM beside each Python worker, from jars the driver built).
 :func:`kafkagen_read` gives kafkagen's side of a read in the same shape, and
 :func:`compare` names the first difference between the two.
 
