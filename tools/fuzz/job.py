@@ -834,10 +834,10 @@ __all__ = [
     "Progress",
     "RunResult",
     "build_zip",
-    "ship_oracle",
     "package_dirs",
     "run_plain",
     "run_spark",
+    "ship_oracle",
     "spark_session",
     "task_rows",
 ]
