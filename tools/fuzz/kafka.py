@@ -10,7 +10,7 @@ For each message at its version three questions go to Kafka's generated classes
   (the differences of ``docs/kafka-differences.md`` are counted apart, not failed).
 
 The fuzzer has kafkagen's side of all three already (its own checks decoded, encoded and
-converted the same bytes), so it sends it along (:func:`kafkagen.oracle.judge_item`) and
+converted the same bytes), so it sends it along (:func:`kafkagen.oracle.judge_parts`) and
 Kafka compares where both values are: an agreement comes back as nothing. What Kafka does
 not agree on comes back with Kafka's outcome, and :func:`judge` decides it here with
 kafkagen's full comparison (which names the first differing field or byte, and knows the
@@ -111,7 +111,7 @@ class Pending:
         written: bytes | None,
         mutants: list[tuple[bytes, bytes]],
     ) -> None:
-        """One message: see :func:`kafkagen.oracle.judge_item`."""
+        """One message: see :func:`kafkagen.oracle.judge_parts`."""
         api, kind, v = self.api, self.kind, self.version
         parts = judge_parts(api, kind, v, data, text, read, written, mutants)
         self.parts += parts

@@ -10,7 +10,7 @@ one result each out. Items are
 - **write**: (API key, kind, version, Kafka's JSON form) -> Kafka's encoding, or its
   exception (no JSON form: that of reading the encoding is the one to compare);
 - **versions**: every API Kafka has, its versions and header versions (``ApiMessageType``);
-- **judge**: one message with kafkagen's own results for it (:func:`judge_item`): Kafka
+- **judge**: one message with kafkagen's own results for it (:func:`judge_parts`): Kafka
   reads its bytes and corrupted copies and writes its JSON form, compares, and sends back
   only what it does not agree on (:func:`disagreements`), so the common case costs the
   caller nothing.
@@ -206,30 +206,11 @@ _LENGTH = _COUNT.pack
 
 def expect_read(json_text: bytes | None, data: bytes | None) -> bytes:
     """kafkagen reads the bytes to the JSON form ``json_text`` (None: the message's own, as
-    given to :func:`judge_item`) and writes them back as ``data`` (None: the bytes read)."""
+    given to :func:`judge_parts`) and writes them back as ``data`` (None: the bytes read)."""
     parts = [b"\x00"]
     parts += (_SAME,) if json_text is None else (_LENGTH(len(json_text)), json_text)
     parts += (_SAME,) if data is None else (_LENGTH(len(data)), data)
     return b"".join(parts)
-
-
-def judge_item(
-    api_key: int,
-    kind: str,
-    version: int,
-    data: bytes,
-    json_text: bytes,
-    read: bytes,
-    written: bytes | None,
-    mutants: Sequence[tuple[bytes, bytes]] = (),
-) -> Item:
-    """One message for Kafka to judge: its bytes ``data``, kafkagen's JSON form of it
-    (``json_text``, which Kafka also writes), kafkagen's expectation for reading the bytes
-    (:func:`expect_read`, :data:`EXPECT_REJECTED`, ...), the bytes kafkagen writes from the
-    JSON form (``data`` itself when it is the same object; None: no expectation) and the
-    corrupted copies, each with kafkagen's expectation for reading it."""
-    parts = judge_parts(api_key, kind, version, data, json_text, read, written, mutants)
-    return Item(_JUDGE, api_key, kind, version, b"".join(parts[1:]))
 
 
 def judge_parts(
@@ -242,8 +223,13 @@ def judge_parts(
     written: bytes | None,
     mutants: Sequence[tuple[bytes, bytes]] = (),
 ) -> list[bytes]:
-    """:func:`judge_item`'s place in a batch as parts, its header first: a batch built
-    from these (:meth:`KafkaOracle.call_parts`) copies each message's bytes once."""
+    """One message for Kafka to judge, as its place in a batch in parts, header first (a
+    batch joined from these by :meth:`KafkaOracle.call_parts` copies each message's bytes
+    once): its bytes ``data``, kafkagen's JSON form of it (``json_text``, which Kafka also
+    writes), kafkagen's expectation for reading the bytes (:func:`expect_read`,
+    :data:`EXPECT_REJECTED`, ...), the bytes kafkagen writes from the JSON form (``data``
+    itself when it is the same object; None: no expectation) and the corrupted copies,
+    each with kafkagen's expectation for reading it."""
     parts = [b"", _LENGTH(len(data)), data, _LENGTH(len(json_text)), json_text, read]
     if written is None:
         parts.append(NO_EXPECTATION)
@@ -252,10 +238,7 @@ def judge_parts(
     parts.append(bytes((len(mutants),)))
     for bad, expect in mutants:
         parts += (_LENGTH(len(bad)), bad, expect)
-    code = _KIND_CODES.get(kind)
-    if code is None:
-        raise ValueError(f"oracle item: unknown kind {kind!r} (known: {', '.join(KINDS)})")
-    parts[0] = _ITEM.pack(_JUDGE, api_key, code, version, sum(map(len, parts)))
+    parts[0] = _ITEM.pack(_JUDGE, api_key, _kind_code(kind), version, sum(map(len, parts)))
     return parts
 
 
@@ -286,14 +269,20 @@ def disagreements(answer: Outcome) -> list[tuple[int, Outcome, bytes]]:
     return out
 
 
+def _kind_code(kind: str) -> int:
+    code = _KIND_CODES.get(kind)
+    if code is None:
+        raise ValueError(f"oracle item: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    return code
+
+
 def encode_batch(items: Sequence[Item]) -> bytes:
     """The items as one batch, the form the Java side reads."""
     parts = [_COUNT.pack(len(items))]
     for it in items:
-        kind = _KIND_CODES.get(it.kind)
-        if kind is None:
-            raise ValueError(f"oracle item: unknown kind {it.kind!r} (known: {', '.join(KINDS)})")
-        parts.append(_ITEM.pack(it.op, it.api_key, kind, it.version, len(it.payload)))
+        parts.append(
+            _ITEM.pack(it.op, it.api_key, _kind_code(it.kind), it.version, len(it.payload))
+        )
         parts.append(it.payload)
     return b"".join(parts)
 
