@@ -194,6 +194,43 @@ def test_no_more_records_are_in_flight_than_the_cap(cluster: BackgroundCluster) 
     run(cluster, scenario)
 
 
+def test_a_session_ends_with_the_connection_that_opened_it() -> None:
+    """As on Kafka 4.4: when a member's connection closes, its share session ends and what
+    it held is released at once (the lock has a minute to run), and once no session of
+    the group is left on the broker its share partitions leave memory."""
+    configs = {"group.share.record.lock.duration.ms": "60000"}
+    with BackgroundCluster(brokers=1, configs=configs) as c:
+        assert c.cluster is not None
+        manager = c.cluster.brokers[0].services.share_partitions
+        host, port = c.bootstrap.rsplit(":", 1)
+
+        async def scenario(client: Any, topic_id: uuid.UUID, produce: Any) -> None:
+            stays = Member(client, topic_id, "stays")
+            await stays.join("lingering")
+            await stays.fetch()
+            async with await connect(host, int(port)) as other:
+                await other.find_coordinators([GROUP])
+                goes = Member(other, topic_id, "goes")
+                await goes.join("lingering")
+                await goes.fetch()
+                await produce(3)
+                assert acquired(await goes.fetch(wait_ms=2000)) == [(0, 2, 1)]
+                assert acquired(await stays.fetch()) == []  # held by the other member
+            got: list[tuple[int, int, int]] = []
+            deadline = time.monotonic() + 10
+            while not got and time.monotonic() < deadline:
+                got = acquired(await stays.fetch(wait_ms=500))
+            assert got == [(0, 2, 2)], "the closed connection's records came back"
+            assert c.call(lambda: sorted(m for _, m in manager._sessions)) == ["stays"]
+            assert c.call(lambda: len(manager._partitions)) == 1
+
+        _run_on(c, "lingering", scenario)
+        deadline = time.monotonic() + 10
+        while c.call(lambda: len(manager._sessions) + len(manager._partitions)):
+            assert time.monotonic() < deadline, "a closed group's share state stayed"
+            time.sleep(0.05)
+
+
 def test_the_start_offset_moves_past_finished_records_only() -> None:
     sp = SharePartition(start_offset=10, delivery_limit=3, max_in_flight=100)
     ranges, used, _ = sp.acquire("m", [(10, 14)], end=15, max_records=100)
@@ -639,13 +676,16 @@ def test_a_leader_writes_only_the_records_that_changed(cluster: BackgroundCluste
     key = (group, seen["topic_id"], 0)
     deadline = time.monotonic() + 5
     updates = _state_updates(cluster, key)
-    while len(updates) < 3 and time.monotonic() < deadline:
+    # The initial state, the acquisition, the two acknowledgements and the release.
+    while len(updates) < 5 and time.monotonic() < deadline:
         time.sleep(0.05)
         updates = _state_updates(cluster, key)
-    *_, acquisition, accepted, rejected = updates
+    *_, acquisition, accepted, rejected, released = updates
     assert _batches(acquisition) == [(0, 9, 0, 1)]  # acquired: kept as available, counted
     assert _batches(accepted) == [(2, 2, 2, 1)] and accepted.start_offset == 0
     assert _batches(rejected) == [(6, 6, 4, 1)] and rejected.start_offset == 0
+    # The member's connection closed: what it still held is released.
+    assert _batches(released) == [(0, 1, 0, 1), (3, 5, 0, 1), (7, 9, 0, 1)]
 
     def kept() -> list[tuple[int, int, int, int]]:
         assert cluster.cluster is not None

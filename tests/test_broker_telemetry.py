@@ -293,3 +293,23 @@ def test_a_broker_sweeps_its_expired_instances_on_a_timer() -> None:
         while telemetry._instances and time.monotonic() < deadline:
             time.sleep(0.2)
         assert len(telemetry._instances) == 0
+
+
+def test_an_instance_goes_with_the_connection_that_made_it() -> None:
+    """As Kafka's disconnect listener: closing the connection an instance was made on
+    forgets it at once; an instance another connection made stays."""
+    with BackgroundCluster(brokers=1) as c:
+        assert c.cluster is not None
+        telemetry = c.cluster.telemetry_of(c.cluster.brokers[0].node_id)
+        with WireClient(c.bootstrap) as stays:
+            kept = get(stays).client_instance_id
+            with WireClient(c.bootstrap) as goes:
+                gone = get(goes).client_instance_id
+                assert c.call(lambda: set(telemetry._instances)) == {kept, gone}
+            deadline = time.monotonic() + 10
+            while gone in c.call(lambda: set(telemetry._instances)):
+                assert time.monotonic() < deadline, "the closed connection's instance stayed"
+                time.sleep(0.05)
+            assert c.call(lambda: set(telemetry._instances)) == {kept}
+            # The connection still open goes on with its instance.
+            assert get(stays, kept).error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED

@@ -474,6 +474,7 @@ class ClientConnection:
         self._room.set()
         self.transport.close()
         self.server.forget(self)
+        self.session.closed()
 
     async def finish(self, timeout: float) -> None:
         """Shutdown: flush what was answered, fail the rest by closing, within ``timeout``."""

@@ -27,7 +27,9 @@ R = GetTelemetrySubscriptionsResponse
 def handle(ctx: RequestContext, request: GetTelemetrySubscriptionsRequest) -> None:
     telemetry = ctx.broker.telemetry
     try:
-        granted = telemetry.subscription(request.client_instance_id, client_selectors(ctx))
+        granted = telemetry.subscription(
+            request.client_instance_id, client_selectors(ctx), ctx.session
+        )
     except KafkaError as e:
         ctx.respond(R(error_code=e.code))
         return

@@ -28,6 +28,7 @@ def handle(ctx: RequestContext, request: PushTelemetryRequest) -> None:
             request.terminating,
             request.compression_type,
             bytes(request.metrics),
+            ctx.session,
         )
     except KafkaError as e:
         ctx.respond(PushTelemetryResponse(error_code=e.code))

@@ -81,6 +81,7 @@ def handle(ctx: RequestContext, request: ShareFetchRequest) -> None:
             max_records=request.max_records if request.max_records > 0 else request.batch_size,
             renew_only=renew_only,
             respond=respond,
+            connection=ctx.session,
         )
     except KafkaError as e:
         fail(e.code)

@@ -20,14 +20,17 @@ failed authentication is answered and the connection closed.
 from __future__ import annotations
 
 import enum
+import logging
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..config.definitions import ConfigError
 from ..config.store import ConfigStore
 from .sasl import MECHANISMS, AuthenticationFailed, Credentials, SaslMechanism, new_mechanism
+
+_log = logging.getLogger("kafkagen.broker")
 
 __all__ = [
     "ANONYMOUS",
@@ -201,6 +204,22 @@ class Session:
         self._mechanism: SaslMechanism | None = None
         #: The client software's name and version, as its ApiVersions v3+ named them.
         self.client_software: tuple[str, str] | None = None
+        self._closers: dict[Hashable, Callable[[], None]] = {}
+
+    def on_close(self, name: Hashable, fn: Callable[[], None]) -> None:
+        """Run ``fn`` when the connection closes, as Kafka's disconnect listeners run: what
+        a client keeps on a broker through its connection goes with it. One ``fn`` for each
+        ``name``: a later one replaces it."""
+        self._closers[name] = fn
+
+    def closed(self) -> None:
+        """The connection closed: run what `on_close` was given, each once."""
+        closers, self._closers = self._closers, {}
+        for fn in closers.values():
+            try:
+                fn()
+            except Exception:
+                _log.exception("a listener of a closing connection failed")
 
     @property
     def authenticated(self) -> bool:

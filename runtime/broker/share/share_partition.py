@@ -159,6 +159,14 @@ class SharePartition:
         """SPEO: the last offset acquired so far (start - 1 before any)."""
         return self.next_offset - 1
 
+    @property
+    def settled(self) -> bool:
+        """Whether this partition's state is all in the persister: nothing acquired, every
+        change written (so it can leave memory and be read again)."""
+        return not self._dirty and all(
+            r.state is not RecordState.ACQUIRED for r in self._records.values()
+        )
+
     def in_flight(self) -> int:
         return len(self._records)
 

@@ -3,7 +3,10 @@ members fetching here, and the share partitions of the partitions this broker le
 
 A member fetches from each partition's leader within a share session: epoch 0 opens it
 (replacing any), each later request names the epoch the previous answer moved it to, and
--1 closes it (with acknowledgements only). A fetch acquires up to ``MaxRecords`` available
+-1 closes it (with acknowledgements only); so does the connection that opened it
+closing, as on Kafka 4.4, and when a group has no session left here, its share partitions
+leave this broker's memory (their state is the persister's, read again on next use). A
+fetch acquires up to ``MaxRecords`` available
 records under a lock of ``group.share.record.lock.duration.ms``; when the lock runs out
 the records still acquired are released. With nothing to acquire, it waits up to
 ``MaxWaitMs`` for new records.
@@ -25,6 +28,8 @@ import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
 
 from kafkagen.runtime.errors import (
     InvalidRecordStateError,
@@ -54,6 +59,9 @@ from ..storage.replica_manager import (
 )
 from .persister import ShareStatePersister, leader_error
 from .share_partition import AckType, SharePartition
+
+if TYPE_CHECKING:
+    from ..security.listeners import Session
 
 __all__ = ["FINAL_EPOCH", "PartitionResult", "SharePartitionManager"]
 
@@ -180,6 +188,9 @@ class SharePartitionManager:
         self.replica_manager = replica_manager
         self.persister = persister
         self._sessions: dict[tuple[str, str], _Session] = {}
+        #: The connection that opened each session, and the sessions each one opened.
+        self._owners: dict[tuple[str, str], Session] = {}
+        self._opened: dict[Session, set[tuple[str, str]]] = {}
         self._partitions: dict[tuple[str, Key], SharePartition] = {}
         self._locks: DelayedOperationPurgatory[_LockTimeout] = DelayedOperationPurgatory(
             "ShareLock", timer_factory()
@@ -216,6 +227,7 @@ class SharePartitionManager:
         wanted: list[Key],
         forgotten: list[Key],
         has_acks: bool,
+        connection: Session | None,
     ) -> _Session:
         key = (group_id, member_id)
         session = self._sessions.get(key)
@@ -235,6 +247,7 @@ class SharePartitionManager:
                     "this broker has no room for another share session"
                 )
             session = self._sessions[key] = _Session(1, dict.fromkeys(wanted))
+            self._own(key, connection)
             return session
         session = self._checked(key, member_id, epoch)
         session.partitions.update(dict.fromkeys(wanted))
@@ -254,9 +267,37 @@ class SharePartitionManager:
         session.epoch = _next_epoch(epoch)
         return session
 
+    def _own(self, key: tuple[str, str], connection: Session | None) -> None:
+        """``connection`` opened the session ``key``: the session ends when it closes (a
+        session opened again on another connection is that one's)."""
+        self._owners.pop(key, None)
+        if connection is None:
+            return
+        self._owners[key] = connection
+        opened = self._opened.get(connection)
+        if opened is None:
+            opened = self._opened[connection] = set()
+            connection.on_close(("share", self.node_id), partial(self._disconnected, connection))
+        opened.add(key)
+
+    def _disconnected(self, connection: Session) -> None:
+        """A connection closed: the sessions it opened end, and the share partitions of a
+        group left with no session here leave memory (Kafka's member-leave and
+        group-empty listeners)."""
+        groups = set()
+        for key in self._opened.pop(connection, ()):
+            if self._owners.get(key) is connection:
+                self._close(*key)
+            groups.add(key[0])
+        groups.difference_update(group for group, _ in self._sessions)
+        for group_id, k in [g for g in self._partitions if g[0] in groups]:
+            if self._partitions[(group_id, k)].settled:
+                del self._partitions[(group_id, k)]
+
     def _close(self, group_id: str, member_id: str) -> None:
         """The member's session ends: what it holds here is released."""
         self._sessions.pop((group_id, member_id), None)
+        self._owners.pop((group_id, member_id), None)
         for (group, key), sp in list(self._partitions.items()):
             if group == group_id and sp.release_member(member_id):
                 self._persist(group, key, sp)
@@ -276,11 +317,14 @@ class SharePartitionManager:
         max_records: int,
         renew_only: bool,
         respond: Callable[[list[PartitionResult]], None],
+        connection: Session | None = None,
     ) -> None:
         """Acquire records of the session's partitions, then apply the acknowledgements;
         ``respond`` gets the partitions to answer. Raises the session's errors (the
-        request's error)."""
-        session = self._fetch_session(group_id, member_id, epoch, wanted, forgotten, bool(acks))
+        request's error). A session this request opens ends when ``connection`` closes."""
+        session = self._fetch_session(
+            group_id, member_id, epoch, wanted, forgotten, bool(acks), connection
+        )
         results = {
             k: PartitionResult(k, acknowledged=True, current_leader=self._current_leader(k))
             for k in acks

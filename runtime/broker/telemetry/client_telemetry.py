@@ -10,7 +10,8 @@ when the resources a client matches change, and a push naming the old id gets
 UNKNOWN_SUBSCRIPTION_ID, which sends the client back for the new one.
 
 Each instance is remembered (at most 16384, each for three intervals or a minute since its
-last request, then forgotten) with the times of its last request of each kind: asking again
+last request, then forgotten; at once when the connection that made it closes, as Kafka's
+disconnect listener forgets it) with the times of its last request of each kind: asking again
 before an interval has passed, or pushing twice within one, answers THROTTLING_QUOTA_EXCEEDED
 (the first push after a subscription is always taken: clients add jitter). A push after a
 terminating one is INVALID_REQUEST. The receiver, when installed, keeps the latest pushes
@@ -25,6 +26,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from kafkagen.runtime.compression import CompressionType, decompress
@@ -42,6 +45,9 @@ from kafkagen.runtime.records import crc32c
 
 from ..config.client_metrics import DEFAULT_INTERVAL_MS, Subscription
 from ..metadata.cluster_metadata import ClusterMetadata
+
+if TYPE_CHECKING:
+    from ..security.listeners import Session
 
 __all__ = ["ACCEPTED_COMPRESSION", "ClientTelemetry", "Granted", "TelemetryPush"]
 
@@ -136,13 +142,19 @@ class ClientTelemetry:
         default_factory=collections.OrderedDict
     )
 
-    def subscription(self, instance_id: UUID, client: Mapping[str, str | None]) -> Granted:
+    def subscription(
+        self,
+        instance_id: UUID,
+        client: Mapping[str, str | None],
+        connection: Session | None = None,
+    ) -> Granted:
         """GetTelemetrySubscriptions: the subscription of ``instance_id`` (the zero uuid:
-        a new instance); ``client`` holds the other match selectors' values."""
+        a new instance); ``client`` holds the other match selectors' values, and an
+        instance this request makes is forgotten when ``connection`` closes."""
         now = self.time_ms()
         if instance_id in _RESERVED:
             instance_id = self._new_id()
-        inst = self._instance(instance_id, client, now)
+        inst = self._instance(instance_id, client, now, connection)
         if now - max(inst.last_get_ms, inst.last_push_ms) < inst.granted.interval_ms:
             raise ThrottlingQuotaExceededError(
                 f"Request from the client [{uuid_to_json(instance_id)}] arrived before the "
@@ -159,6 +171,7 @@ class ClientTelemetry:
         terminating: bool,
         compression: int,
         payload: bytes,
+        connection: Session | None = None,
     ) -> None:
         """PushTelemetry: take ``payload`` or raise the error Kafka answers."""
         name = uuid_to_json(instance_id)
@@ -167,7 +180,7 @@ class ClientTelemetry:
                 f"Invalid request from the client [{name}], invalid client instance id"
             )
         now = self.time_ms()
-        inst = self._instance(instance_id, client, now)
+        inst = self._instance(instance_id, client, now, connection)
         try:
             self._check_push(inst, name, subscription_id, terminating, compression, payload, now)
         finally:
@@ -239,9 +252,16 @@ class ClientTelemetry:
             if candidate not in self._instances and candidate not in _RESERVED:
                 return candidate
 
-    def _instance(self, instance_id: UUID, client: Mapping[str, str | None], now: int) -> _Instance:
+    def _instance(
+        self,
+        instance_id: UUID,
+        client: Mapping[str, str | None],
+        now: int,
+        connection: Session | None,
+    ) -> _Instance:
         """The remembered instance, evaluated again when the resources changed; a new one
-        (with this request's selectors) when it was never seen or has expired."""
+        (with this request's selectors) when it was never seen or has expired, which
+        ``connection`` takes with it when it closes (its latest one only, as in Kafka)."""
         resources = self.metadata.client_metrics
         version = tuple(sorted((n, tuple(sorted(c.items()))) for n, c in resources.items()))
         inst = self._instances.get(instance_id)
@@ -252,6 +272,8 @@ class ClientTelemetry:
             inst = _Instance(selectors, version, _grant(instance_id, selectors, resources))
         elif inst.resources != version:
             inst = _Instance(inst.client, version, _grant(instance_id, inst.client, resources))
+        if connection is not None and self._instances.get(instance_id) is not inst:
+            connection.on_close("client-telemetry", partial(self.forget, instance_id))
         inst.last_request_ms = now
         self._instances[instance_id] = inst
         self._instances.move_to_end(instance_id)
@@ -259,6 +281,10 @@ class ClientTelemetry:
             self._instances.popitem(last=False)
         self._forget_expired(now)
         return inst
+
+    def forget(self, instance_id: UUID) -> None:
+        """Drop ``instance_id``'s instance (its connection closed)."""
+        self._instances.pop(instance_id, None)
 
     def forget_expired(self) -> None:
         """Drop the instances whose expiry passed: run every few seconds (Kafka removes
