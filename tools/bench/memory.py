@@ -369,14 +369,20 @@ def _grown(a: dict[str, Any], b: dict[str, Any], top: int) -> list[str]:
 
 
 def _allocators(a: dict[str, Any], b: dict[str, Any], then: str, now: str) -> str:
-    """What the allocators held at two readings: CPython's small-object blocks in use and
-    the C heap's bytes in use and free (where the server can tell)."""
+    """What the allocators held at two readings: CPython's small-object arenas and the
+    bytes of blocks in use in them, and the C heap's bytes in use and free (where the
+    server can tell)."""
     parts = []
-    if "allocated_blocks" in a and "allocated_blocks" in b:
+    mib = 2**20
+    if "small_objects" in a and "small_objects" in b:
+        x, y = a["small_objects"], b["small_objects"]
+        parts.append(f"small-object arenas {x['arenas'] / mib:.1f} -> {y['arenas'] / mib:.1f} MiB")
+        parts.append(f"in use in them {x['in_use'] / mib:.1f} -> {y['in_use'] / mib:.1f} MiB")
+    elif "allocated_blocks" in a and "allocated_blocks" in b:
         parts.append(f"small-object blocks {a['allocated_blocks']:,} -> {b['allocated_blocks']:,}")
     if "heap" in a and "heap" in b:
         for key, what in (("in_use", "C heap in use"), ("free", "C heap free")):
-            parts.append(f"{what} {a['heap'][key] / 2**20:.1f} -> {b['heap'][key] / 2**20:.1f} MiB")
+            parts.append(f"{what} {a['heap'][key] / mib:.1f} -> {b['heap'][key] / mib:.1f} MiB")
     return f"allocators, {then} -> {now}: " + (", ".join(parts) or "not told")
 
 

@@ -41,8 +41,10 @@ import ctypes.util
 import gc
 import json
 import logging
+import os
 import re
 import sys
+import tempfile
 import tracemalloc
 import urllib.parse
 from collections import Counter
@@ -345,6 +347,9 @@ def memory_json(top: int) -> dict[str, Any]:
     heap = _malloc_heap()
     if heap is not None:
         out["heap"] = heap
+    arenas = _small_object_arenas()
+    if arenas is not None:
+        out["small_objects"] = arenas
     if tracemalloc.is_tracing():
         snapshot = tracemalloc.take_snapshot().filter_traces(
             [tracemalloc.Filter(False, tracemalloc.__file__)]
@@ -394,6 +399,45 @@ def _malloc_heap() -> dict[str, int] | None:
     fn.restype = _MallInfo2
     info = fn()
     return {"in_use": info.uordblks, "free": info.fordblks, "mapped": info.hblkhd}
+
+
+def _small_object_arenas() -> dict[str, int] | None:
+    """CPython's small-object allocator as it reports itself (None where it cannot):
+    bytes of the 1 MiB arenas it holds from the system, bytes of blocks in use in them and
+    bytes free in their pools. Arenas held far beyond the blocks in use are memory kept
+    for objects that lived once, not memory objects use now."""
+    stats = getattr(sys, "_debugmallocstats", None)
+    if stats is None:
+        return None
+    # The report goes to the C stream stderr: lend it a file for the moment it takes.
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as f:
+            os.dup2(f.fileno(), 2)
+            try:
+                stats()
+            finally:
+                os.dup2(saved, 2)
+            f.seek(0)
+            text = f.read().decode("ascii", "replace")
+    finally:
+        os.close(saved)
+    wanted = {
+        "arenas allocated current": "arenas",
+        "bytes in allocated blocks": "in_use",
+        "bytes in available blocks": "free",
+    }
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        name, _, value = line.lstrip("# ").partition("=")
+        key = wanted.get(name.strip())
+        if key is not None:
+            out[key] = int(value.strip().replace(",", ""))
+    if "arenas" not in out:
+        return None
+    out["arenas"] <<= 20
+    return out
 
 
 def _type_name(t: type) -> str:
