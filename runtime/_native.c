@@ -2512,6 +2512,31 @@ static PyObject *scan_records(PyObject *mod, PyObject *const *args, Py_ssize_t n
                          (long long)max_real, null_keys);
 }
 
+/* Java's String.hashCode of a str: over its UTF-16 code units (a character past the BMP is
+   its surrogate pair), wrapping at 32 bits. Coordinators place every group and
+   transactional id with it, listings every id on every page: in C it needs no cache. */
+static PyObject *java_hash(PyObject *mod, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "java_hash takes a str, not %.100s", Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    uint32_t h = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c > 0xFFFF) {
+            c -= 0x10000;
+            h = 31 * h + (0xD800 + (c >> 10));
+            h = 31 * h + (0xDC00 + (c & 0x3FF));
+        } else {
+            h = 31 * h + c;
+        }
+    }
+    return PyLong_FromLong((long)(int32_t)h);
+}
+
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(KeyedList, Struct, DecodeError, unsupported): the runtime's mapKey list and "
@@ -2534,6 +2559,8 @@ static PyMethodDef module_methods[] = {
      "scan_records(data, count, base_timestamp): (max timestamp, its offset delta, offsets "
      "consecutive, lowest and highest timestamp other than -1, null keys) of a batch's "
      "uncompressed records, or None when they do not parse as count records"},
+    {"java_hash", java_hash, METH_O,
+     "java_hash(s): Java's String.hashCode of s (a signed 32-bit int)"},
     {NULL}
 };
 

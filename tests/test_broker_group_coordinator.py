@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from broker_helpers import Harness
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafkagen.generated import other_type
 from kafkagen.runtime.broker.group.group_coordinator import GroupCoordinator
 from kafkagen.runtime.broker.group.group_model import (
@@ -12,7 +14,7 @@ from kafkagen.runtime.broker.group.group_model import (
     OffsetEntry,
     SyncResult,
 )
-from kafkagen.runtime.broker.types import OFFSETS_TOPIC, java_hash, partition_for
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC, _java_hash, hash_partition, java_hash
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -112,8 +114,18 @@ def test_java_string_hash_and_partition() -> None:
     assert java_hash("hello") == 99162322
     # The one string whose hash is Integer.MIN_VALUE: Kafka's abs() makes it 0.
     assert java_hash("polygenelubricants") == -(2**31)
-    assert partition_for("polygenelubricants", 50) == 0
-    assert partition_for("hello", 50) == 99162322 % 50
+    assert hash_partition("polygenelubricants", 50) == 0
+    assert hash_partition("hello", 50) == 99162322 % 50
+    # Past the BMP a character counts as its UTF-16 surrogate pair, as in Java.
+    assert java_hash("\U0001f600") == 31 * 0xD83D + 0xDE00
+    # A lone surrogate (a str can hold one, as a Java String can) is its own code unit.
+    assert java_hash("\udc00a") == 31 * 0xDC00 + ord("a")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None), max_size=80))
+def test_the_compiled_java_hash_is_the_python_one(s: str) -> None:
+    assert java_hash(s) == _java_hash(s)
 
 
 def test_first_join_requires_a_member_id_then_completes(g: Groups) -> None:
@@ -403,7 +415,7 @@ def test_not_coordinator_for_groups_of_another_broker() -> None:
     topic = g.md.topic(OFFSETS_TOPIC)
     assert topic is not None
     group = "g"
-    owner = topic.partitions[partition_for(group, 2)].leader
+    owner = topic.partitions[hash_partition(group, 2)].leader
     other = g.cluster.brokers[1 - owner].group_coordinator
     got: list[JoinResult] = []
     other.join_group(

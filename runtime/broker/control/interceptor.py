@@ -47,7 +47,7 @@ from ..config.definitions import parse_version_caps
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..release_presets import preset_ranges
 from ..telemetry.client_telemetry import ClientTelemetry, TelemetryPush
-from ..types import OFFSETS_TOPIC, partition_for
+from ..types import OFFSETS_TOPIC, hash_partition
 from .faults import Faults
 
 __all__ = [
@@ -711,7 +711,7 @@ class Control:
         info = md.topic(OFFSETS_TOPIC)
         if info is None:
             raise ControlError(f"{OFFSETS_TOPIC} does not exist yet: no group has a coordinator")
-        index = partition_for(group_id, len(info.partitions))
+        index = hash_partition(group_id, len(info.partitions))
         return index, info.partitions[index].leader
 
     def move_coordinator(self, group_id: str, node_id: int) -> None:

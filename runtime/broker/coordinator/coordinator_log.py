@@ -26,7 +26,7 @@ from ..config.store import ConfigStore
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..storage.partition import Partition
 from ..storage.replica_manager import ProduceResult, ReplicaManager
-from ..types import hash_partition, partition_for
+from ..types import hash_partition
 
 __all__ = ["CoordinatorLog", "coordinator_error"]
 
@@ -51,12 +51,8 @@ class CoordinatorLog:
         write_timeout_ms: Callable[[], int],
         on_load: Callable[[Partition], None],
         on_unload: Callable[[int], None],
-        cache_keys: bool = True,
     ) -> None:
         self.topic = topic
-        #: How a key finds its partition: cached for group and transactional ids; keys
-        #: without a bound (share partitions', any topic id) are hashed each time.
-        self._partition_for = partition_for if cache_keys else hash_partition
         self.node_id = node_id
         self.configs = configs
         self.metadata = metadata
@@ -102,7 +98,7 @@ class CoordinatorLog:
         return len(info.partitions) if info is not None else self.cfg(self._partitions_config)
 
     def partition_of(self, key: str) -> int:
-        return self._partition_for(key, self.num_partitions)
+        return hash_partition(key, self.num_partitions)
 
     def owns(self, key: str) -> bool:
         return self.partition_of(key) in self.owned
@@ -124,7 +120,7 @@ class CoordinatorLog:
         info = self.metadata.image_of(self.node_id).topic(self.topic)
         if info is None:  # created after this broker lost the controller
             return -1
-        return info.partitions[self._partition_for(key, len(info.partitions))].leader
+        return info.partitions[hash_partition(key, len(info.partitions))].leader
 
     def check_owner(self, key: str) -> None:
         """Raise COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR unless this broker owns ``key``."""

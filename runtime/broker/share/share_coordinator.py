@@ -114,7 +114,6 @@ class ShareCoordinator:
             write_timeout_ms=lambda: configs.broker_int("share.coordinator.write.timeout.ms"),
             on_load=self._load,
             on_unload=self._unload,
-            cache_keys=False,  # a key names any topic id: a cache would fill with them
         )
         self.states: dict[Key, ShareState] = {}
         #: Update records written since each partition's last snapshot.
