@@ -16,12 +16,14 @@ from broker_helpers import WireClient, assert_kafka_reads_coordinator_records
 from kafkagen.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest
+from kafkagen.generated.delete_topics import DeleteTopicsRequest
 from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafkagen.generated.metadata import MetadataRequest
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.generated.share_fetch import ShareFetchRequest
 from kafkagen.generated.share_group_describe import ShareGroupDescribeRequest
 from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
+from kafkagen.generated.share_snapshot_key import ShareSnapshotKey
 from kafkagen.generated.share_update_key import ShareUpdateKey
 from kafkagen.generated.share_update_value import ShareUpdateValue
 from kafkagen.generated.update_features import UpdateFeaturesRequest
@@ -229,6 +231,50 @@ def test_a_session_ends_with_the_connection_that_opened_it() -> None:
         while c.call(lambda: len(manager._sessions) + len(manager._partitions)):
             assert time.monotonic() < deadline, "a closed group's share state stayed"
             time.sleep(0.05)
+
+
+def test_a_deleted_topics_share_state_goes_with_it(cluster: BackgroundCluster) -> None:
+    """As Kafka's share coordinator once the metadata drops a topic: every group's state of
+    it is deleted (a tombstone), and the leader's share partitions of it leave memory."""
+    assert cluster.cluster is not None
+    broker = cluster.cluster.brokers[0]
+    seen: dict[str, Any] = {}
+
+    async def scenario(client: Any, topic: str, topic_id: uuid.UUID, produce: Any) -> None:
+        m = Member(client, topic_id, f"m-{uuid.uuid4().hex[:8]}")
+        await m.join(topic)
+        await m.fetch()
+        await produce(2)
+        assert acquired(await m.fetch(wait_ms=2000)) == [(0, 1, 1)]
+        assert ack_errors(await m.fetch(acks=[(0, 1, AckType.ACCEPT)])) == [0]
+        seen["topic_id"] = topic_id
+        assert cluster.call(
+            lambda: [k for k in broker.share_coordinator.states if k[1] == topic_id]
+        )
+        D = DeleteTopicsRequest
+        r = await client.request(D(topics=[D.DeleteTopicState(name=topic)], timeout_ms=10000))
+        assert r.responses[0].error_code == 0
+
+    run(cluster, scenario)
+    topic_id = seen["topic_id"]
+    key = (GROUP, topic_id, 0)
+    assert cluster.call(lambda: key not in broker.share_coordinator.states)
+    assert cluster.call(
+        lambda: not [k for k in broker.services.share_partitions._partitions if k[1][0] == topic_id]
+    )
+
+    def tombstoned() -> bool:
+        tp = TopicPartition("__share_group_state", broker.share_coordinator.partition_of(key))
+        last = None
+        for stored in broker.replica_manager.partitions[tp].log.batches:
+            for batch in iter_batches(stored.data, verify_crc=False):
+                for r in batch:
+                    k = record_format.decode_key(bytes(r.key), {0: ShareSnapshotKey})
+                    if isinstance(k, ShareSnapshotKey) and (k.group_id, k.topic_id) == key[:2]:
+                        last = r
+        return last is not None and last.value is None
+
+    assert cluster.call(tombstoned)
 
 
 def test_the_start_offset_moves_past_finished_records_only() -> None:

@@ -30,6 +30,7 @@ from kafkagen.runtime.errors import (
     FencedLeaderEpochError,
     FencedStateEpochError,
     InvalidRequestError,
+    KafkaError,
     UnknownTopicOrPartitionError,
 )
 from kafkagen.runtime.jsonform import uuid_to_json
@@ -244,6 +245,15 @@ class ShareCoordinator:
             state_batches=[_batch(ShareUpdateValue.StateBatch, b) for b in batches],
         )
         self._append(key, Record(key=_key_bytes(ShareUpdateKey, key), value=_value(value)))
+
+    def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
+        """The state of every group in a deleted topic goes (tombstones), as Kafka's share
+        coordinator cleans up once the metadata drops a topic."""
+        for key in [k for k in self.states if k[1] == topic_id]:
+            try:
+                self.delete(key)
+            except KafkaError as e:  # its partition is moving: the next owner replays it
+                _log.debug("share state of %s not deleted: %s", key, e)
 
     def delete(self, key: Key) -> None:
         """Forget the state (a tombstone)."""

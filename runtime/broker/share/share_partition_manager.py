@@ -568,6 +568,12 @@ class SharePartitionManager:
         # The coordinator replaced or deleted the state: the next use reads it again.
         self._partitions.pop((group_id, (topic_id, partition)), None)
 
+    def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
+        """A deleted topic's share partitions leave memory (a fetch of it answers
+        UNKNOWN_TOPIC_ID from then on)."""
+        for key in [k for k in self._partitions if k[1][0] == topic_id]:
+            del self._partitions[key]
+
     def _on_role_change(self, partition: Partition, leader: bool) -> None:
         # Another broker may change the state while this one does not lead: read it
         # again from the persister when leading again.
