@@ -6,9 +6,9 @@ A member fetches from each partition's leader within a share session: epoch 0 op
 -1 closes it (with acknowledgements only); so does the connection that opened it
 closing, as on Kafka 4.4, and when a group has no session left here, its share partitions
 leave this broker's memory (their state is the persister's, read again on next use). A
-fetch acquires up to ``MaxRecords`` available
-records under a lock of ``group.share.record.lock.duration.ms``; when the lock runs out
-the records still acquired are released. With nothing to acquire, it waits up to
+fetch acquires up to ``MaxRecords`` available records under a lock of
+``group.share.record.lock.duration.ms``; when the lock runs out the records still
+acquired are released. With nothing to acquire, it waits up to
 ``MaxWaitMs`` for new records.
 
 A partition's share state is read from the persister the first time this broker serves
