@@ -7,6 +7,7 @@ The expected texts and synonym lists are what Kafka 4.4.0 answered the same requ
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -257,3 +258,19 @@ def test_refusals_carry_kafkas_codes_and_texts(client: WireClient) -> None:
         INVALID_REQUEST,
         "Cannot update these configs dynamically: [log.dirs]",
     )
+
+
+def test_describing_a_logger_makes_none(client: WireClient) -> None:
+    """A broker logger named in DescribeConfigs is answered with the level it would log at,
+    and no logger is made for the name: requests can name any number of them, and Python
+    keeps every logger once made."""
+    name = "kafkagen.broker.nobody.made.this"
+    res = DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=8, resource_name="0", configuration_keys=[name]
+    )
+    (r,) = client.call(32, 4, DescribeConfigsRequest(resources=[res])).results
+    assert r.error_code == 0
+    (entry,) = r.configs
+    level = logging.getLogger("kafkagen.broker").getEffectiveLevel()
+    assert (entry.name, entry.value) == (name, logging.getLevelName(level))
+    assert name not in logging.Logger.manager.loggerDict

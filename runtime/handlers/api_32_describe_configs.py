@@ -192,7 +192,7 @@ def _loggers(keys: list[str] | None) -> list[ConfigEntry]:
     names = ["kafkagen.broker"] if keys is None else keys
     out = []
     for name in names:
-        level = logging.getLevelName(logging.getLogger(name).getEffectiveLevel())
+        level = logging.getLevelName(_effective_level(name))
         out.append(
             ConfigEntry(
                 name,
@@ -224,3 +224,15 @@ def _entry(e: ConfigEntry, v: int, synonyms: bool, docs: bool) -> Entry:
     if synonyms:
         out.synonyms = [Synonym(name=n, value=val, source=src) for n, val, src in e.synonyms]
     return out
+
+
+def _effective_level(name: str) -> int:
+    """The level a logger of this name logs at, without making one: a logger, once made,
+    stays for the life of the process, and requests can name any number of them."""
+    loggers = logging.Logger.manager.loggerDict
+    while name:
+        logger = loggers.get(name)
+        if isinstance(logger, logging.Logger):
+            return logger.getEffectiveLevel()
+        name = name.rpartition(".")[0]
+    return logging.getLogger().getEffectiveLevel()
