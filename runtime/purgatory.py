@@ -17,7 +17,11 @@ from typing import Any, Generic, TypeVar
 
 from .timer import TASK_LOCK, Timer, TimerTask
 
-__all__ = ["DelayedOperation", "DelayedOperationPurgatory"]
+__all__ = ["STALE_ENTRIES_PER_OPERATION", "DelayedOperation", "DelayedOperationPurgatory"]
+
+#: A purge also runs once completed operations hold this many times ``purge_interval``
+#: watcher entries (operations watched under one key never reach it first).
+STALE_ENTRIES_PER_OPERATION = 16
 
 # Marks a missing dict entry in purges.
 _ABSENT: Any = object()
@@ -85,8 +89,10 @@ class DelayedOperation(TimerTask):
             TASK_LOCK.release()
         purgatory = self._purgatory
         if purgatory is not None:
-            # list.append is atomic, so this is safe from any thread.
+            # list.append is atomic, so this is safe from any thread (the entry count is
+            # an estimate that only times the purge).
             purgatory._completed_ops.append(self)
+            purgatory._stale += len(self._keys)
         self.on_complete()
         return True
 
@@ -108,12 +114,16 @@ class DelayedOperation(TimerTask):
         purgatory = self._purgatory
         if purgatory is not None:
             purgatory._completed_ops.append(self)
+            purgatory._stale += len(self._keys)
         self.on_complete()
         self.on_expiration()
         # Expiry runs on the thread that drives the timer, the purgatory's own thread.
         if (
             purgatory is not None
-            and len(purgatory._completed_ops) > purgatory._purge_interval
+            and (
+                len(purgatory._completed_ops) > purgatory._purge_interval
+                or purgatory._stale > purgatory._stale_limit
+            )
             and not purgatory._depth
         ):
             purgatory.purge()
@@ -128,8 +138,11 @@ class DelayedOperationPurgatory(Generic[T]):
     Completed operations leave the timer at once (an O(1) unlink). They are dropped from the
     watcher list of the key that completed them at once, and from their other keys by a purge,
     which, as in Kafka, runs once more than `purge_interval` watched operations have completed
-    since the last one. Unlike Kafka's purge, it visits only those operations' own keys, so its
-    cost follows the number of completions, not the number of watched entries.
+    since the last one, or once they hold more than `STALE_ENTRIES_PER_OPERATION` times that
+    many watcher entries: a follower's fetch waits under every partition it follows, and a
+    thousand of them over a few hundred partitions held megabytes until the purge. Unlike
+    Kafka's purge, it visits only those operations' own keys, so its cost follows the number
+    of completions, not the number of watched entries.
 
     `delayed` is the timer's size: give each purgatory its own timer (they are cheap) for it
     to count only this purgatory's operations.
@@ -141,6 +154,8 @@ class DelayedOperationPurgatory(Generic[T]):
         "_purge_interval",
         "_watchers",
         "_completed_ops",
+        "_stale",
+        "_stale_limit",
         "_depth",
         "_closed",
     )
@@ -157,6 +172,10 @@ class DelayedOperationPurgatory(Generic[T]):
         self._watchers: dict[Hashable, T | dict[T, None]] = {}
         # Completed operations that may still sit in watcher lists, waiting for the purge.
         self._completed_ops: list[T] = []
+        # Watcher entries those operations hold (about: completions on other threads may
+        # race), and how many of them start a purge.
+        self._stale = 0
+        self._stale_limit = purge_interval * STALE_ENTRIES_PER_OPERATION
         # Nesting depth of check_and_complete: a purge waits until no key list is detached.
         self._depth = 0
         self._closed = False
@@ -212,7 +231,9 @@ class DelayedOperationPurgatory(Generic[T]):
                 op.cancel()
         # Every call may purge, like Kafka's reaper on each tick: completions forced from
         # outside (force_complete) are only noticed here.
-        if len(self._completed_ops) > self._purge_interval and not self._depth:
+        if (
+            len(self._completed_ops) > self._purge_interval or self._stale > self._stale_limit
+        ) and not self._depth:
             self.purge()
         return completed
 
@@ -233,7 +254,9 @@ class DelayedOperationPurgatory(Generic[T]):
                 finally:
                     if not entry._state:
                         self._rewatch(key, entry)
-        if len(self._completed_ops) > self._purge_interval and not self._depth:
+        if (
+            len(self._completed_ops) > self._purge_interval or self._stale > self._stale_limit
+        ) and not self._depth:
             self.purge()
         return completed
 
@@ -288,6 +311,7 @@ class DelayedOperationPurgatory(Generic[T]):
         # appending, and they land after it.
         batch = completed[: len(completed)]
         del completed[: len(batch)]
+        self._stale = max(0, self._stale - sum(len(op._keys) for op in batch))
         for op in batch:
             for key in op._keys:
                 entry = get(key)
@@ -328,6 +352,7 @@ class DelayedOperationPurgatory(Generic[T]):
         for op in self._completed_ops:
             op._purgatory = None
         self._completed_ops.clear()
+        self._stale = 0
         return list(pending)
 
     def _rewatch(self, key: Hashable, entry: T | dict[T, None]) -> None:

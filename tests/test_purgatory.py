@@ -7,7 +7,11 @@ import threading
 from collections.abc import Callable, Hashable
 
 import pytest
-from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkagen.runtime.purgatory import (
+    STALE_ENTRIES_PER_OPERATION,
+    DelayedOperation,
+    DelayedOperationPurgatory,
+)
 from kafkagen.runtime.timer import AsyncioTimer, ManualClock, Timer, TimerTask
 
 
@@ -398,6 +402,27 @@ def test_expired_operations_are_purged_from_their_watcher_lists(
     advance(clock, timer, 100)
     # Every 6th expiry (more than 5) purges; the last 2 wait for the next batch.
     assert purgatory.watched == 2 * 3
+
+
+def test_operations_watched_under_many_keys_are_purged_by_the_entries_they_hold(
+    timer: Timer,
+) -> None:
+    """A follower's fetch waits under every partition it follows: past
+    STALE_ENTRIES_PER_OPERATION times the interval in watcher entries, completed operations
+    are purged before the interval's count of them has completed."""
+    purgatory: DelayedOperationPurgatory[Op] = DelayedOperationPurgatory("p", timer, 4)
+    keys: list[Hashable] = [f"p{i}" for i in range(STALE_ENTRIES_PER_OPERATION * 2 + 1)]
+    ops = watch_many(purgatory, 3, keys)
+    ops[0].force_complete()
+    ops[1].force_complete()  # two operations, not more than 4: the entries decide
+    watch_many(purgatory, 1, ["c"])
+    assert purgatory.watched == len(keys) + 1  # only the pending one's entries stay
+    # Under one key each, the count of operations decides, as before.
+    single = watch_many(purgatory, 5, ["d"])
+    for op in single[:4]:
+        op.force_complete()
+    watch_many(purgatory, 1, ["e"])
+    assert purgatory.watched == len(keys) + 1 + 5 + 1
 
 
 def test_explicit_purge_reports_the_entries_it_removed(
