@@ -296,7 +296,6 @@ class Broker(MetadataListener):
         self.replica_manager.remove_topic(topic)
         self.group_coordinator.on_topic_deleted(topic.name)
         self.share_coordinator.on_topic_deleted(topic.topic_id)
-        self.services.share_partitions.on_topic_deleted(topic.topic_id)
 
     def shutdown(self) -> None:
         """Answer every waiting request; the listener must already have stopped reading."""

@@ -156,9 +156,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="others that judge every message too, a comma list of: kafka (Kafka's own "
         "message classes, kafka-clients 4.4.0, in a JVM beside each Python worker; any "
         "disagreement is a failure; needs Java 17 and Maven), kafka-python, kio (peer "
-        "codecs: they read "
-        "the bytes, write them back and read the corrupted copies; a disagreement is the "
-        "peer's finding where Kafka agrees with kafkagen, unjudged without Kafka)",
+        "codecs: they read the bytes, write them back and read the corrupted copies; a "
+        "disagreement is the peer's finding where Kafka agrees with kafkagen, unjudged "
+        "without Kafka)",
     )
     parser.add_argument(
         "--tasks",

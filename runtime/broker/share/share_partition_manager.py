@@ -188,9 +188,8 @@ class SharePartitionManager:
         self.replica_manager = replica_manager
         self.persister = persister
         self._sessions: dict[tuple[str, str], _Session] = {}
-        #: The connection that opened each session, and the sessions each one opened.
+        #: The connection that opened each session.
         self._owners: dict[tuple[str, str], Session] = {}
-        self._opened: dict[Session, set[tuple[str, str]]] = {}
         self._partitions: dict[tuple[str, Key], SharePartition] = {}
         self._locks: DelayedOperationPurgatory[_LockTimeout] = DelayedOperationPurgatory(
             "ShareLock", timer_factory()
@@ -270,25 +269,20 @@ class SharePartitionManager:
     def _own(self, key: tuple[str, str], connection: Session | None) -> None:
         """``connection`` opened the session ``key``: the session ends when it closes (a
         session opened again on another connection is that one's)."""
-        self._owners.pop(key, None)
         if connection is None:
+            self._owners.pop(key, None)
             return
         self._owners[key] = connection
-        opened = self._opened.get(connection)
-        if opened is None:
-            opened = self._opened[connection] = set()
-            connection.on_close(("share", self.node_id), partial(self._disconnected, connection))
-        opened.add(key)
+        connection.on_close(("share", self.node_id), partial(self._disconnected, connection))
 
     def _disconnected(self, connection: Session) -> None:
         """A connection closed: the sessions it opened end, and the share partitions of a
         group left with no session here leave memory (Kafka's member-leave and
         group-empty listeners)."""
-        groups = set()
-        for key in self._opened.pop(connection, ()):
-            if self._owners.get(key) is connection:
-                self._close(*key)
-            groups.add(key[0])
+        opened = [key for key, owner in self._owners.items() if owner is connection]
+        for key in opened:
+            self._close(*key)
+        groups = {group for group, _ in opened}
         groups.difference_update(group for group, _ in self._sessions)
         for group_id, k in [g for g in self._partitions if g[0] in groups]:
             if self._partitions[(group_id, k)].settled:
@@ -568,18 +562,13 @@ class SharePartitionManager:
         # The coordinator replaced or deleted the state: the next use reads it again.
         self._partitions.pop((group_id, (topic_id, partition)), None)
 
-    def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
-        """A deleted topic's share partitions leave memory (a fetch of it answers
-        UNKNOWN_TOPIC_ID from then on)."""
-        for key in [k for k in self._partitions if k[1][0] == topic_id]:
-            del self._partitions[key]
-
     def _on_role_change(self, partition: Partition, leader: bool) -> None:
         # Another broker may change the state while this one does not lead: read it
-        # again from the persister when leading again.
-        tp = partition.tp
+        # again from the persister when leading again. By topic id: a deleted topic's
+        # name is gone from the metadata by the time its partitions are dropped.
+        key = (partition.topic_id, partition.tp.partition)
         for group_id, k in list(self._partitions):
-            if k[1] == tp.partition and self.metadata.topic_names.get(k[0]) == tp.topic:
+            if k == key:
                 del self._partitions[(group_id, k)]
 
     def shutdown(self) -> None:
