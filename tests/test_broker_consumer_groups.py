@@ -1137,3 +1137,46 @@ def test_groups_come_back_after_a_restart(tmp_path: Any) -> None:
                 held = set(m.owned)
                 assert m.heartbeat().error_code == 0 and m.owned == held
             assert _fetch(w, "durable", b.member_id, b.epoch) == (0, 5)
+
+
+def test_an_emptied_groups_offsets_and_the_group_expire_on_the_coordinators_timer() -> None:
+    """On a running broker the clean-up is a timer (every offsets.retention.check.interval.ms):
+    once the group is empty and its offsets older than offsets.retention.minutes, both go
+    with no request in between; a group with a member stays."""
+    configs = {
+        "offsets.topic.num.partitions": "1",
+        "offsets.retention.minutes": "1",
+        "offsets.retention.check.interval.ms": "100",
+        "group.consumer.session.timeout.ms": "600000",
+        "group.consumer.assignment.interval.ms": "0",
+    }
+    with BackgroundCluster(1, configs=configs) as c, WireClient(c.bootstrap) as w:
+        assert c.cluster is not None
+        md, node = c.cluster.metadata, c.cluster.brokers[0].node_id
+        gc = c.cluster.brokers[0].group_coordinator
+        c.call(lambda: (md.create_topic("orders", 1, 1), gc.ensure_offsets_topic()))
+        ids = _topic_ids(c)
+        leaving, staying = Member(w, "leaving", ["orders"], ids), Member(
+            w, "staying", ["orders"], ids
+        )
+        for m in (leaving, staying):
+            m.heartbeat()
+            assert _commit(w, m.group, m.member_id, m.epoch, 42) == 0
+        leaving.leave()
+        time.sleep(0.5)  # several checks: nothing is old enough yet
+        assert _fetch(w, "leaving", None, -1) == (0, 42)
+
+        def listed() -> set[str]:
+            r = w.call(LIST, 5, ListGroupsRequest(types_filter=[]))
+            return {g.group_id for g in r.groups}
+
+        assert listed() == {"leaving", "staying"}
+        c.call(lambda: c.cluster.faults.skew_clock(node, 61_000))  # type: ignore[union-attr]
+        deadline = time.monotonic() + 10
+        while "leaving" in listed():
+            assert time.monotonic() < deadline, "the empty group did not expire"
+            time.sleep(0.05)
+        assert _fetch(w, "leaving", None, -1) == (0, -1)
+        # A member subscribed to the topic keeps the group and its offset.
+        assert listed() == {"staying"}
+        assert _fetch(w, "staying", None, -1) == (0, 42)

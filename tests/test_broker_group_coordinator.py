@@ -515,3 +515,140 @@ def test_a_reloaded_coordinator_keeps_a_stable_groups_members(g: Groups) -> None
         assert g.gc.heartbeat("g", gen + 1, leader, None) in (0, ErrorCode.REBALANCE_IN_PROGRESS)
     group = g.gc.groups["g"]
     assert list(group.members) == [leader] and group.state is GroupState.PREPARING_REBALANCE
+
+
+# -- expiry of offsets and empty groups (offsets.retention.minutes) ---------------------
+
+RETENTION_MS = 60_000
+
+
+def _records_of(g: Groups, group_id: str) -> list[tuple[tuple[object, ...], bool]]:
+    """(decoded key, is a tombstone) of the offsets topic's records of ``group_id``."""
+    from kafkagen.runtime.broker.group import _group_records as gr
+    from kafkagen.runtime.records import iter_records
+
+    log = g.rm().partitions[TopicPartition(OFFSETS_TOPIC, 0)].log
+    out = []
+    for b in log.batches:
+        for r in iter_records(b.data):
+            try:
+                key = gr.decode_key(r.key) if r.key is not None else None
+            except ValueError:
+                continue  # a consumer-protocol group's record
+            if key is not None and key[1] == group_id:
+                out.append((key, r.value is None))
+    return out
+
+
+def _commit_now(
+    g: Groups, offsets: dict[TopicPartition, int], member: str = "", gen: int = -1
+) -> None:
+    entries = {tp: OffsetEntry(o, -1, "", g.wall) for tp, o in offsets.items()}
+    got: list[dict[TopicPartition, int]] = []
+    g.gc.offsets.commit("g", gen, member, None, entries, got.append)
+    assert got and set(got[0].values()) == {0}, got
+
+
+def test_a_standalone_groups_offsets_expire_then_the_group_goes() -> None:
+    """A consumer committing outside group management: each offset's age counts from its
+    commit; once the last one expired the empty group goes, offsets and group tombstoned,
+    and a coordinator reading the log back finds nothing."""
+    g = Groups(offsets_retention_minutes="1")
+    _commit_now(g, {T0: 5})
+    g.wall += 30_000
+    _commit_now(g, {T1: 6})
+    g.wall += RETENTION_MS - 30_000 - 1
+    assert g.gc.cleanup_group_metadata() == 0
+    g.wall += 1  # T0's retention is over, T1's not yet
+    assert g.gc.cleanup_group_metadata() == 1
+    assert g.gc.offsets.fetch("g", [T0, T1]) == {
+        T0: None,
+        T1: OffsetEntry(6, -1, "", g.wall - RETENTION_MS + 30_000),
+    }
+    assert g.gc.groups["g"].state is GroupState.EMPTY
+    g.wall += 30_000
+    assert g.gc.cleanup_group_metadata() == 2  # T1 and the group
+    assert "g" not in g.gc.groups
+    written = _records_of(g, "g")
+    assert (("offset", "g", "t", 0), True) in written and (("offset", "g", "t", 1), True) in written
+    assert written[-1] == (("group", "g", "", -1), True)
+    g.md.broker_down(0)
+    g.md.broker_up(0)
+    assert "g" not in g.gc.groups and g.gc.offsets.fetch("g", None) == {}
+
+
+def test_an_empty_groups_offsets_count_from_when_it_became_empty() -> None:
+    g = Groups(offsets_retention_minutes="1")
+    m = g.new_member()
+    joined = g.join(m)
+    g.advance(0)
+    assert joined and joined[0].error == 0
+    g.sync(m, joined[0].generation_id, {m: b""})
+    _commit_now(g, {T0: 1}, member=m, gen=joined[0].generation_id)
+    g.wall += 10 * RETENTION_MS  # members keep their group's offsets however old
+    assert g.gc.cleanup_group_metadata() == 0
+    g.gc.leave_group("g", [(m, None)])
+    assert g.gc.groups["g"].state is GroupState.EMPTY
+    g.wall += RETENTION_MS - 1
+    assert g.gc.cleanup_group_metadata() == 0
+    g.wall += 1
+    assert g.gc.cleanup_group_metadata() == 2
+    assert "g" not in g.gc.groups
+
+
+def test_a_stable_consumer_group_keeps_the_offsets_of_topics_it_subscribes_to() -> None:
+    g = Groups(offsets_retention_minutes="1")
+    g.md.create_topic("other", 1, 1)
+    other = TopicPartition("other", 0)
+    _commit_now(g, {T0: 1, other: 2})
+    m = g.new_member()
+    g.join(m, protocols=[("range", _subscription(["t"]))])
+    g.advance(0)
+    g.sync(m, 1, {m: b""})
+    assert g.gc.groups["g"].state is GroupState.STABLE
+    g.wall += RETENTION_MS
+    assert g.gc.cleanup_group_metadata() == 1
+    assert g.gc.offsets.fetch("g", [T0, other]) == {
+        T0: OffsetEntry(1, -1, "", g.wall - RETENTION_MS),
+        other: None,
+    }
+    assert "g" in g.gc.groups
+
+
+def test_an_open_transactions_offsets_keep_the_group() -> None:
+    g = Groups(offsets_retention_minutes="1")
+    _commit_now(g, {T0: 1})
+    g.gc.offsets.add_pending(7, 0, "g", T1, OffsetEntry(2, -1, "", g.wall))
+    g.wall += RETENTION_MS
+    assert g.gc.cleanup_group_metadata() == 1  # T0 expires, the group stays
+    assert "g" in g.gc.groups
+    g.gc.offsets.complete_transaction(7, 0, False)
+    assert g.gc.cleanup_group_metadata() == 1
+    assert "g" not in g.gc.groups
+
+
+def test_an_empty_group_with_no_offsets_goes_at_the_next_check() -> None:
+    g = Groups()
+    m = g.new_member()
+    joined = g.join(m)
+    g.advance(0)
+    assert joined and joined[0].error == 0
+    g.sync(m, joined[0].generation_id, {m: b""})
+    g.gc.leave_group("g", [(m, None)])
+    assert g.gc.cleanup_group_metadata() == 1
+    assert "g" not in g.gc.groups
+
+
+def test_a_deleted_topics_offsets_are_tombstoned() -> None:
+    """Kafka's coordinator writes tombstones for the offsets of a deleted topic; without
+    them the next coordinator would read the offsets back from the log."""
+    g = Groups()
+    g.md.create_topic("other", 1, 1)
+    other = TopicPartition("other", 0)
+    _commit_now(g, {T0: 1, other: 2})
+    g.md.delete_topic("other")
+    assert g.gc.offsets.fetch("g", [other])[other] is None
+    assert _records_of(g, "g")[-1] == (("offset", "g", "other", 0), True)
+    g.md.broker_down(0)
+    g.md.broker_up(0)
+    assert set(g.gc.offsets.fetch("g", None)) == {T0}

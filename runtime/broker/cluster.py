@@ -109,7 +109,9 @@ class Broker(MetadataListener):
             storage = cluster.storage.broker(node_id, md)
             storage.partitions = lambda: rm.partitions
             rm.storage = storage
-        self.group_coordinator = GroupCoordinator(node_id, self.configs, md, rm, timer_factory)
+        self.group_coordinator = GroupCoordinator(
+            node_id, self.configs, md, rm, timer_factory, running=lambda: self.running
+        )
         self.txn_coordinator = TransactionCoordinator(
             node_id,
             self.configs,

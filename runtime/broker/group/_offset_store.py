@@ -11,7 +11,7 @@ and held aside until the marker reaches the partition: COMMIT applies it, ABORT 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -288,13 +288,79 @@ class OffsetStore:
         ]
 
     def on_topic_deleted(self, topic: str) -> None:
-        """Offsets of a deleted topic go with it (Kafka cleans them up the same way)."""
+        """Offsets of a deleted topic go with it, as in Kafka: the coordinator of each group
+        writes their tombstones, so that a later coordinator does not read them back."""
         owners: list[Group | ConsumerGroup | StreamsGroup] = [*self.groups.values()]
         owners += self.consumer.groups.values()
         owners += self.streams.groups.values()
+        now = self.log.now_ms()
         for owner in owners:
-            for tp in [tp for tp in owner.offsets if tp.topic == topic]:
+            gone = [tp for tp in owner.offsets if tp.topic == topic]
+            for tp in gone:
                 del owner.offsets[tp]
+            if gone and self.log.owns(owner.group_id):
+                records = [
+                    Record(-1, now, offset_key(owner.group_id, tp.topic, tp.partition), None)
+                    for tp in gone
+                ]
+                self.log.append(owner.group_id, records, _ignore)
+
+    # -- expiry -----------------------------------------------------------------------
+
+    def expired(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, OffsetEntry],
+        subscribed: Set[str],
+        empty_since: int | None,
+        now_ms: int,
+        retention_ms: int,
+    ) -> tuple[list[TopicPartition], bool]:
+        """The offsets of ``group_id`` older than ``retention_ms``, counted from
+        ``empty_since`` or else each one's commit, and whether they are all it has (no
+        subscribed topic's offset is one, nor one an open transaction also wrote; a group
+        in an open transaction keeps something)."""
+        gone: list[TopicPartition] = []
+        kept = self.has_pending_group(group_id)
+        for tp, entry in offsets.items():
+            if (
+                tp.topic not in subscribed
+                and now_ms - (entry.commit_timestamp if empty_since is None else empty_since)
+                >= retention_ms
+                and not self.has_pending(group_id, tp)
+            ):
+                gone.append(tp)
+            else:
+                kept = True
+        return gone, not kept
+
+    def expire(
+        self, owner: Group | ConsumerGroup | StreamsGroup, partitions: Sequence[TopicPartition]
+    ) -> None:
+        """Write tombstones for these expired offsets of ``owner``; each leaves the cache
+        once written unless a commit replaced it meanwhile, whose record is then written
+        again after the tombstone (the log's last word is the commit's)."""
+        group_id, now = owner.group_id, self.log.now_ms()
+        entries = {tp: owner.offsets[tp] for tp in partitions}
+        records = [
+            Record(-1, now, offset_key(group_id, tp.topic, tp.partition), None) for tp in entries
+        ]
+
+        def appended(error: int) -> None:
+            if error:
+                return
+            replaced = {}
+            for tp, entry in entries.items():
+                current = owner.offsets.get(tp)
+                if current is entry:
+                    del owner.offsets[tp]
+                elif current is not None:
+                    replaced[tp] = current
+            if replaced:
+                again, _ = offset_records(self.log.metadata, group_id, replaced)
+                self.log.append(group_id, again, _ignore)
+
+        self.log.append(group_id, records, appended)
 
     # -- TxnOffsetCommit and the transaction markers ----------------------------------
 
@@ -388,3 +454,11 @@ class OffsetStore:
     def has_pending(self, group_id: str, tp: TopicPartition) -> bool:
         """Whether an open transaction holds an offset for ``tp`` of ``group_id``."""
         return any(tp in p.groups.get(group_id, {}) for p in self.pending.values())
+
+    def has_pending_group(self, group_id: str) -> bool:
+        """Whether an open transaction holds offsets of ``group_id``."""
+        return any(group_id in p.groups for p in self.pending.values())
+
+
+def _ignore(error: int) -> None:
+    """For a write no request waits for: a failed one leaves the log as it was."""

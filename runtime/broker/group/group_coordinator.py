@@ -10,10 +10,12 @@ over.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import heapq
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, iter_batches
@@ -33,6 +35,7 @@ from ._offset_store import OffsetStore
 from .consumer_group import ConsumerGroup, StateRecords, decode_state_key
 from .consumer_group_manager import ConsumerGroupManager
 from .group_model import Group, GroupState, Member, OffsetEntry
+from .streams_group import StreamsGroup
 from .streams_group_manager import StreamsGroupManager
 from .streams_group_records import decode_state_key as decode_streams_key
 
@@ -51,6 +54,7 @@ class GroupCoordinator(ClassicProtocol):
         metadata: ClusterMetadata,
         replica_manager: ReplicaManager,
         timer_factory: Callable[[], Timer],
+        running: Callable[[], bool] = lambda: True,
     ) -> None:
         self.log = CoordinatorLog(
             OFFSETS_TOPIC,
@@ -74,6 +78,9 @@ class GroupCoordinator(ClassicProtocol):
         self.offsets = OffsetStore(
             self.log, self.groups, self.consumer, self.streams, self._schedule_heartbeat
         )
+        #: Whether the broker serves (False while paused): groups expire only then.
+        self._running = running
+        self._cleanup: asyncio.TimerHandle | None = None
 
     # -- ownership --------------------------------------------------------------------
 
@@ -176,6 +183,7 @@ class GroupCoordinator(ClassicProtocol):
             if self.log.partition_of(group.group_id) == index:
                 for m in group.members.values():
                     self._schedule_heartbeat(group, m)
+        self._schedule_cleanup()
 
     def _unload(self, index: int) -> None:
         for group_id in [g for g in self.groups if self.log.partition_of(g) == index]:
@@ -275,11 +283,90 @@ class GroupCoordinator(ClassicProtocol):
         """Offsets of a deleted topic go with it (Kafka cleans them up the same way)."""
         self.offsets.on_topic_deleted(topic)
 
+    # -- expiry of offsets and empty groups ---------------------------------------------
+
+    def _schedule_cleanup(self) -> None:
+        if self._cleanup is not None or self.log.shut_down:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not serving (a cluster driven by hand)
+        every = self._cfg("offsets.retention.check.interval.ms") / 1000
+        self._cleanup = loop.call_later(every, self._cleanup_tick)
+
+    def _cleanup_tick(self) -> None:
+        self._cleanup = None
+        if self._running():
+            self.cleanup_group_metadata()
+        if self.owned:
+            self._schedule_cleanup()
+
+    def cleanup_group_metadata(self) -> int:
+        """Kafka's periodic clean-up of the groups this broker coordinates: committed
+        offsets older than ``offsets.retention.minutes`` go, and a group left empty with no
+        offset goes too (share groups never expire). Returns how many offsets and groups
+        are being removed.
+
+        Which offsets may expire, and counted from when, follows the group: a classic group
+        that is empty counts from when it became empty; one of the consumer protocol type
+        that is Stable, or any group of the consumer or streams protocol, from each
+        commit, but never for a topic it subscribes to; a classic group with no protocol
+        type (a consumer that commits outside group management) from each commit; any other
+        classic group keeps its offsets while it has members."""
+        retention_ms = self._cfg("offsets.retention.minutes") * 60_000
+        now = self._time_ms()
+        removed = 0
+        doomed: list[str] = []
+        for owner, empty, subscribed, empty_since in self._expirable():
+            gone, all_gone = self.offsets.expired(
+                owner.group_id, owner.offsets, subscribed, empty_since, now, retention_ms
+            )
+            if all_gone and empty:
+                doomed.append(owner.group_id)
+                removed += 1 + len(gone)
+            elif gone:
+                self.offsets.expire(owner, gone)
+                removed += len(gone)
+        if doomed:
+            self.delete_groups(doomed, lambda results: None)
+        if removed:
+            _log.info("expired %d offsets and groups", removed)
+        return removed
+
+    def _expirable(
+        self,
+    ) -> Iterator[tuple[Group | ConsumerGroup | StreamsGroup, bool, set[str], int | None]]:
+        """(group, is empty, subscribed topics, when it became empty) of each group this
+        broker coordinates whose offsets may expire now; with no time of becoming empty,
+        an offset's age counts from its commit."""
+        owns = self.log.owns
+        for group in list(self.groups.values()):
+            if group.state is GroupState.DEAD or not owns(group.group_id):
+                continue
+            if group.protocol_type is None:
+                yield group, group.state is GroupState.EMPTY, set(), None
+            elif group.state is GroupState.EMPTY:
+                yield group, True, set(), group.state_timestamp
+            elif group.state is GroupState.STABLE and group.protocol_type == "consumer":
+                topics = group.subscribed_topics()
+                if topics is not None:
+                    yield group, False, topics, None
+        modern: list[ConsumerGroup | StreamsGroup] = [*self.consumer.groups.values()]
+        modern += self.streams.groups.values()
+        for m in modern:
+            if not m.dead and owns(m.group_id):
+                manager: Any = self.consumer if isinstance(m, ConsumerGroup) else self.streams
+                yield m, not m.members, manager.subscribed_topics(m), None
+
     # -- lifecycle --------------------------------------------------------------------
 
     def shutdown(self) -> None:
         """Answer every parked join and sync; stop the purgatories."""
         self.log.shut_down = True
+        if self._cleanup is not None:
+            self._cleanup.cancel()
+            self._cleanup = None
         for group in self.groups.values():
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.shutdown()
