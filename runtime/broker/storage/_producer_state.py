@@ -72,6 +72,8 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerStateManager:
     """The producers of one partition."""
 
+    __slots__ = ("producers", "ongoing", "_closing", "aborted", "verifying")
+
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
         #: Producer id -> first offset of its open transaction.

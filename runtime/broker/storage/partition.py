@@ -88,8 +88,29 @@ class FollowerState:
     last_fetch_ms: float = 0.0
 
 
+def _one() -> int:
+    return 1
+
+
 class Partition:
     """This broker's replica of one partition."""
+
+    # A broker holds one per replica: slots keep each a few hundred bytes smaller.
+    __slots__ = (
+        "tp",
+        "topic_id",
+        "broker_id",
+        "log",
+        "producers",
+        "leader_id",
+        "leader_epoch",
+        "partition_epoch",
+        "replicas",
+        "isr",
+        "high_watermark",
+        "followers",
+        "min_isr",
+    )
 
     def __init__(self, tp: TopicPartition, topic_id: uuid.UUID, broker_id: int) -> None:
         self.tp = tp
@@ -105,7 +126,7 @@ class Partition:
         self.high_watermark = 0
         self.followers: dict[int, FollowerState] = {}
         #: The topic's min.insync.replicas (the replica manager sets it; it may change).
-        self.min_isr: Callable[[], int] = lambda: 1
+        self.min_isr: Callable[[], int] = _one
 
     # -- roles ------------------------------------------------------------------------
 

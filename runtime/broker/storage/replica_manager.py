@@ -64,6 +64,10 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
+#: A topic's min.insync.replicas, flush.messages and (segment.bytes, segment.ms), read
+#: when used so that config changes apply at once.
+_TopicReaders = tuple[Callable[[], int], Callable[[], int], Callable[[], tuple[int, int]]]
+
 #: Offsets a ListOffsets request may ask for instead of a timestamp.
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -295,6 +299,7 @@ class ReplicaManager:
         self.metadata = metadata
         self.configs: ConfigStore = metadata.configs
         self.partitions: dict[TopicPartition, Partition] = {}
+        self._topic_readers: dict[str, _TopicReaders] = {}
         # A completed operation stays on its other keys' watcher lists until this many have
         # completed (Kafka's settings): a follower's fetch holds every partition it follows.
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = (
@@ -337,9 +342,10 @@ class ReplicaManager:
                 topic = self.metadata.topic(info.topic)
                 assert topic is not None
                 partition = self.partitions[tp] = Partition(tp, topic.topic_id, self.broker_id)
-                partition.log.roll_limits = self._roll_limits(tp.topic)
-                partition.log.flush_interval = self._flush_interval(tp.topic)
-                partition.min_isr = self._min_isr(tp.topic)
+                min_isr, flush_interval, roll_limits = self._readers(tp.topic)
+                partition.log.roll_limits = roll_limits
+                partition.log.flush_interval = flush_interval
+                partition.min_isr = min_isr
                 if self.storage is not None:
                     self.storage.open(partition, self.now())
             was_leader = partition.is_leader
@@ -349,6 +355,15 @@ class ReplicaManager:
                     listener(partition, partition.is_leader)
             # Waiting requests may now have an answer (e.g. NOT_LEADER_OR_FOLLOWER).
             self._on_progress(tp)
+
+    def _readers(self, topic: str) -> _TopicReaders:
+        """The config readers every replica of ``topic`` here shares: made once per topic,
+        not per replica (a topic of a thousand partitions would hold three thousand)."""
+        found = self._topic_readers.get(topic)
+        if found is None:
+            found = (self._min_isr(topic), self._flush_interval(topic), self._roll_limits(topic))
+            self._topic_readers[topic] = found
+        return found
 
     def _min_isr(self, topic: str) -> Callable[[], int]:
         return lambda: self.configs.topic_config(topic).min_insync_replicas
@@ -366,6 +381,7 @@ class ReplicaManager:
     def remove_topic(self, topic: TopicInfo) -> None:
         for p in topic.partitions:
             self._drop(p.tp)
+        self._topic_readers.pop(topic.name, None)
 
     def _drop(self, tp: TopicPartition) -> None:
         partition = self.partitions.pop(tp, None)
