@@ -101,7 +101,7 @@ class Partition:
         "topic_id",
         "broker_id",
         "log",
-        "producers",
+        "_producers",
         "leader_id",
         "leader_epoch",
         "partition_epoch",
@@ -117,7 +117,7 @@ class Partition:
         self.topic_id = topic_id
         self.broker_id = broker_id
         self.log = Log()
-        self.producers = ProducerStateManager()
+        self._producers: ProducerStateManager | None = None
         self.leader_id = -1
         self.leader_epoch = -1
         self.partition_epoch = -1
@@ -127,6 +127,15 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         #: The topic's min.insync.replicas (the replica manager sets it; it may change).
         self.min_isr: Callable[[], int] = _one
+
+    @property
+    def producers(self) -> ProducerStateManager:
+        """The partition's producers, made on first use: most replicas of a broker with
+        many partitions never see a producer id, and the empty state is five containers."""
+        found = self._producers
+        if found is None:
+            found = self._producers = ProducerStateManager()
+        return found
 
     # -- roles ------------------------------------------------------------------------
 
