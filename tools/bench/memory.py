@@ -378,6 +378,8 @@ def _allocators(a: dict[str, Any], b: dict[str, Any], then: str, now: str) -> st
         x, y = a["small_objects"], b["small_objects"]
         parts.append(f"small-object arenas {x['arenas'] / mib:.1f} -> {y['arenas'] / mib:.1f} MiB")
         parts.append(f"in use in them {x['in_use'] / mib:.1f} -> {y['in_use'] / mib:.1f} MiB")
+        if "highwater" in y:
+            parts.append(f"most arenas ever held {y['highwater'] / mib:.1f} MiB")
     elif "allocated_blocks" in a and "allocated_blocks" in b:
         parts.append(f"small-object blocks {a['allocated_blocks']:,} -> {b['allocated_blocks']:,}")
     if "heap" in a and "heap" in b:

@@ -403,8 +403,8 @@ def _malloc_heap() -> dict[str, int] | None:
 
 def _small_object_arenas() -> dict[str, int] | None:
     """CPython's small-object allocator as it reports itself (None where it cannot):
-    bytes of the 1 MiB arenas it holds from the system, bytes of blocks in use in them and
-    bytes free in their pools. Arenas held far beyond the blocks in use are memory kept
+    bytes of the 1 MiB arenas it holds from the system (and the most it ever held), bytes
+    of blocks in use in them and bytes free in their pools. Arenas held far beyond the blocks in use are memory kept
     for objects that lived once, not memory objects use now."""
     stats = getattr(sys, "_debugmallocstats", None)
     if stats is None:
@@ -425,6 +425,7 @@ def _small_object_arenas() -> dict[str, int] | None:
         os.close(saved)
     wanted = {
         "arenas allocated current": "arenas",
+        "arenas highwater mark": "highwater",
         "bytes in allocated blocks": "in_use",
         "bytes in available blocks": "free",
     }
@@ -437,6 +438,8 @@ def _small_object_arenas() -> dict[str, int] | None:
     if "arenas" not in out:
         return None
     out["arenas"] <<= 20
+    if "highwater" in out:
+        out["highwater"] <<= 20
     return out
 
 
