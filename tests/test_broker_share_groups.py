@@ -905,3 +905,65 @@ def test_the_persister_retries_a_moving_coordinator_and_fails_on_other_errors() 
     assert write([ErrorCode.FENCED_STATE_EPOCH]) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, [0])
     assert write([ErrorCode.FENCED_LEADER_EPOCH]) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, [0])
     assert write([ErrorCode.INVALID_REQUEST]) == (ErrorCode.UNKNOWN_SERVER_ERROR, [0])
+
+
+def test_one_requests_share_states_go_out_as_a_batch_per_state_partition() -> None:
+    """As Kafka's coordinator writes what one request or event produced: initialising a
+    hundred share partitions, or deleting their topic, makes one batch per partition of
+    ``__share_group_state`` it touches, not a hundred; each key's state reads back from
+    them, and after the deletion the last word of each is its tombstone."""
+    from kafkagen.generated.initialize_share_group_state import (
+        InitializeShareGroupStateRequest as Init,
+    )
+
+    configs = {
+        "share.coordinator.state.topic.num.partitions": "3",
+        "share.coordinator.state.topic.replication.factor": "1",
+    }
+    with BackgroundCluster(1, configs=configs) as c, WireClient(c.bootstrap) as w:
+        assert c.cluster is not None
+        md, coordinator = c.cluster.metadata, c.cluster.brokers[0].share_coordinator
+        rm = c.cluster.brokers[0].replica_manager
+        c.call(lambda: (md.create_topic("wide", 100, 1), coordinator.log.ensure_topic()))
+        deadline = time.monotonic() + 10
+        while len(c.call(lambda: dict(coordinator.log.owned))) < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        topic_id = c.call(lambda: md.topic("wide").topic_id)  # type: ignore[union-attr]
+        parts = [Init.PartitionData(partition=p, state_epoch=0, start_offset=7) for p in range(100)]
+        request = Init(
+            group_id=GROUP, topics=[Init.InitializeStateData(topic_id=topic_id, partitions=parts)]
+        )
+        r = w.call(83, 0, request)
+        assert [p.error_code for p in r.results[0].partitions] == [0] * 100
+
+        def state_log() -> tuple[int, dict[int, bool]]:
+            """(batches, partition -> whether its last record is a tombstone)."""
+            batches, last = 0, {}
+            for i in range(3):
+                for stored in rm.partitions[TopicPartition("__share_group_state", i)].log.batches:
+                    batches += 1
+                    for batch in iter_batches(stored.data, verify_crc=False):
+                        for rec in batch:
+                            k = record_format.decode_key(bytes(rec.key), {0: ShareSnapshotKey})
+                            assert isinstance(k, ShareSnapshotKey)
+                            last[k.partition] = rec.value is None
+            return batches, last
+
+        deadline = time.monotonic() + 10
+        while c.call(state_log)[0] < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        batches, last = c.call(state_log)
+        assert batches == 3 and last == dict.fromkeys(range(100), False)
+        assert c.call(
+            lambda: {coordinator.states[(GROUP, topic_id, p)].start_offset for p in range(100)}
+        ) == {7}
+        c.call(lambda: md.delete_topic("wide"))
+        deadline = time.monotonic() + 10
+        while c.call(state_log)[0] < 6:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        batches, last = c.call(state_log)
+        assert batches == 6 and last == dict.fromkeys(range(100), True)
+        assert c.call(lambda: [k for k in coordinator.states if k[1] == topic_id]) == []

@@ -439,16 +439,17 @@ def share_state_answer(
         return
     allowed = ctx.allowed(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
     out = []
-    for t in request.topics:
-        parts = []
-        for p in t.partitions:
-            r = partition_type(partition=p.partition, error_code=0, error_message=None)
-            try:
-                if not allowed:
-                    raise ClusterAuthorizationFailedError()
-                fill((request.group_id, t.topic_id, p.partition), p, r)
-            except KafkaError as e:
-                r.error_code, r.error_message = e.code, e.message
-            parts.append(r)
-        out.append(result_type(topic_id=t.topic_id, partitions=parts))
+    with ctx.broker.share_coordinator.writing_together():
+        for t in request.topics:
+            parts = []
+            for p in t.partitions:
+                r = partition_type(partition=p.partition, error_code=0, error_message=None)
+                try:
+                    if not allowed:
+                        raise ClusterAuthorizationFailedError()
+                    fill((request.group_id, t.topic_id, p.partition), p, r)
+                except KafkaError as e:
+                    r.error_code, r.error_message = e.code, e.message
+                parts.append(r)
+            out.append(result_type(topic_id=t.topic_id, partitions=parts))
     ctx.respond(results(results=out))

@@ -16,9 +16,10 @@ read right after a write sees it; a record the log then refuses is logged and lo
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +120,9 @@ class ShareCoordinator:
         self.states: dict[Key, ShareState] = {}
         #: Update records written since each partition's last snapshot.
         self._updates: dict[Key, int] = {}
+        #: Inside `writing_together`: state-topic partition -> (a key routed there, the
+        #: records waiting for the block's end).
+        self._together: dict[int, tuple[Key, list[Record]]] | None = None
 
     def partition_of(self, key: Key) -> int:
         return hash_partition(coordinator_key(key), self.log.num_partitions)
@@ -249,11 +253,12 @@ class ShareCoordinator:
     def on_topic_deleted(self, topic_id: uuid.UUID) -> None:
         """The state of every group in a deleted topic goes (tombstones), as Kafka's share
         coordinator cleans up once the metadata drops a topic."""
-        for key in [k for k in self.states if k[1] == topic_id]:
-            try:
-                self.delete(key)
-            except KafkaError as e:  # its partition is moving: the next owner replays it
-                _log.debug("share state of %s not deleted: %s", key, e)
+        with self.writing_together():
+            for key in [k for k in self.states if k[1] == topic_id]:
+                try:
+                    self.delete(key)
+                except KafkaError as e:  # its partition is moving: the next owner replays it
+                    _log.debug("share state of %s not deleted: %s", key, e)
 
     def delete(self, key: Key) -> None:
         """Forget the state (a tombstone)."""
@@ -262,12 +267,36 @@ class ShareCoordinator:
         self._updates.pop(key, None)
         self._append(key, Record(key=_key_bytes(ShareSnapshotKey, key), value=None))
 
+    @contextlib.contextmanager
+    def writing_together(self) -> Iterator[None]:
+        """The records written inside the block go out when it ends, one batch per
+        state-topic partition, as Kafka's coordinator writes what one request or event
+        produced: a request or a deleted topic touching a thousand share partitions makes
+        at most a batch per partition of the topic, not a thousand."""
+        if self._together is not None:
+            yield  # an outer block writes them
+            return
+        self._together = {}
+        try:
+            yield
+        finally:
+            together, self._together = self._together, None
+            for key, records in together.values():
+                self._write(key, records)
+
     def _append(self, key: Key, record: Record) -> None:
+        if self._together is not None:
+            index = self.log.partition_of(coordinator_key(key))
+            self._together.setdefault(index, (key, []))[1].append(record)
+            return
+        self._write(key, [record])
+
+    def _write(self, key: Key, records: list[Record]) -> None:
         def done(error: int) -> None:
             if error:
                 _log.warning("share state of %s not written: error %d", key, error)
 
-        self.log.append(coordinator_key(key), [record], done)
+        self.log.append(coordinator_key(key), records, done)
 
     @staticmethod
     def _snapshot_record(key: Key, state: ShareState) -> Record:
