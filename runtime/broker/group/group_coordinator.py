@@ -308,12 +308,12 @@ class GroupCoordinator(ClassicProtocol):
         offset goes too (share groups never expire). Returns how many offsets and groups
         are being removed.
 
-        Which offsets may expire, and counted from when, follows the group: a classic group
-        that is empty counts from when it became empty; one of the consumer protocol type
-        that is Stable, or any group of the consumer or streams protocol, from each
-        commit, but never for a topic it subscribes to; a classic group with no protocol
-        type (a consumer that commits outside group management) from each commit; any other
-        classic group keeps its offsets while it has members."""
+        Which offsets may expire, and counted from when, follows the group: an empty
+        classic group's from when it became empty; a Stable classic group's of protocol
+        type "consumer", and those of every consumer-protocol (KIP-848) and streams group,
+        from each commit, but never for a topic the group subscribes to; a classic group's
+        with no protocol type (a consumer committing outside group management) from each
+        commit. Any other classic group keeps its offsets while it has members."""
         retention_ms = self._cfg("offsets.retention.minutes") * 60_000
         now = self._time_ms()
         removed = 0
