@@ -924,11 +924,15 @@ def test_one_requests_share_states_go_out_as_a_batch_per_state_partition() -> No
         assert c.cluster is not None
         md, coordinator = c.cluster.metadata, c.cluster.brokers[0].share_coordinator
         rm = c.cluster.brokers[0].replica_manager
+
+        def until(done: Any) -> None:
+            deadline = time.monotonic() + 10
+            while not c.call(done):
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+
         c.call(lambda: (md.create_topic("wide", 100, 1), coordinator.log.ensure_topic()))
-        deadline = time.monotonic() + 10
-        while len(c.call(lambda: dict(coordinator.log.owned))) < 3:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        until(lambda: len(coordinator.log.owned) == 3)
         topic_id = c.call(lambda: md.topic("wide").topic_id)  # type: ignore[union-attr]
         parts = [Init.PartitionData(partition=p, state_epoch=0, start_offset=7) for p in range(100)]
         request = Init(
@@ -950,20 +954,14 @@ def test_one_requests_share_states_go_out_as_a_batch_per_state_partition() -> No
                             last[k.partition] = rec.value is None
             return batches, last
 
-        deadline = time.monotonic() + 10
-        while c.call(state_log)[0] < 3:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        until(lambda: state_log()[0] >= 3)
         batches, last = c.call(state_log)
         assert batches == 3 and last == dict.fromkeys(range(100), False)
         assert c.call(
             lambda: {coordinator.states[(GROUP, topic_id, p)].start_offset for p in range(100)}
         ) == {7}
         c.call(lambda: md.delete_topic("wide"))
-        deadline = time.monotonic() + 10
-        while c.call(state_log)[0] < 6:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        until(lambda: state_log()[0] >= 6)
         batches, last = c.call(state_log)
         assert batches == 6 and last == dict.fromkeys(range(100), True)
         assert c.call(lambda: [k for k in coordinator.states if k[1] == topic_id]) == []
