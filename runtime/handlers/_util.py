@@ -431,7 +431,8 @@ def share_state_answer(
 ) -> None:
     """Answer one of the share-group state APIs (83-87) partition by partition: ``fill(key,
     the request's partition, its result)`` runs the share coordinator's operation, whose
-    error becomes the partition's. As Kafka: CLUSTER_ACTION on the cluster is needed
+    error becomes the partition's; what the request writes goes out as one batch per
+    ``__share_group_state`` partition. As Kafka: CLUSTER_ACTION on the cluster is needed
     (CLUSTER_AUTHORIZATION_FAILED for every partition), and an empty group id or a topic
     without partitions answers no results."""
     if not request.group_id or any(not t.partitions for t in request.topics):

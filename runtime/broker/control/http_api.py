@@ -404,8 +404,9 @@ def _malloc_heap() -> dict[str, int] | None:
 def _small_object_arenas() -> dict[str, int] | None:
     """CPython's small-object allocator as it reports itself (None where it cannot):
     bytes of the 1 MiB arenas it holds from the system (and the most it ever held), bytes
-    of blocks in use in them and bytes free in their pools. Arenas held far beyond the blocks in use are memory kept
-    for objects that lived once, not memory objects use now."""
+    of blocks in use in them and bytes free in their pools. Arenas held far beyond the
+    blocks in use are memory kept for objects that lived once, not memory objects use
+    now."""
     stats = getattr(sys, "_debugmallocstats", None)
     if stats is None:
         return None

@@ -272,7 +272,7 @@ class ShareCoordinator:
         """The records written inside the block go out when it ends, one batch per
         state-topic partition, as Kafka's coordinator writes what one request or event
         produced: a request or a deleted topic touching a thousand share partitions makes
-        at most a batch per partition of the topic, not a thousand."""
+        at most one batch per partition of ``__share_group_state``, not a thousand."""
         if self._together is not None:
             yield  # an outer block writes them
             return

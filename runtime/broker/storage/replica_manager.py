@@ -358,7 +358,8 @@ class ReplicaManager:
 
     def _readers(self, topic: str) -> _TopicReaders:
         """The config readers every replica of ``topic`` here shares: made once per topic,
-        not per replica (a topic of a thousand partitions would hold three thousand)."""
+        not per replica (a topic of a thousand partitions would otherwise hold three
+        thousand closures on each broker)."""
         found = self._topic_readers.get(topic)
         if found is None:
             found = (self._min_isr(topic), self._flush_interval(topic), self._roll_limits(topic))
