@@ -118,14 +118,7 @@ class DelayedOperation(TimerTask):
         self.on_complete()
         self.on_expiration()
         # Expiry runs on the thread that drives the timer, the purgatory's own thread.
-        if (
-            purgatory is not None
-            and (
-                len(purgatory._completed_ops) > purgatory._purge_interval
-                or purgatory._stale > purgatory._stale_limit
-            )
-            and not purgatory._depth
-        ):
+        if purgatory is not None and purgatory._purge_due():
             purgatory.purge()
 
 
@@ -231,9 +224,7 @@ class DelayedOperationPurgatory(Generic[T]):
                 op.cancel()
         # Every call may purge, like Kafka's reaper on each tick: completions forced from
         # outside (force_complete) are only noticed here.
-        if (
-            len(self._completed_ops) > self._purge_interval or self._stale > self._stale_limit
-        ) and not self._depth:
+        if self._purge_due():
             self.purge()
         return completed
 
@@ -254,9 +245,7 @@ class DelayedOperationPurgatory(Generic[T]):
                 finally:
                     if not entry._state:
                         self._rewatch(key, entry)
-        if (
-            len(self._completed_ops) > self._purge_interval or self._stale > self._stale_limit
-        ) and not self._depth:
+        if self._purge_due():
             self.purge()
         return completed
 
@@ -354,6 +343,13 @@ class DelayedOperationPurgatory(Generic[T]):
         self._completed_ops.clear()
         self._stale = 0
         return list(pending)
+
+    def _purge_due(self) -> bool:
+        """Whether enough completed operations wait for the purge, and no key list is
+        detached (a purge then would miss the entries of the detached lists)."""
+        return (
+            len(self._completed_ops) > self._purge_interval or self._stale > self._stale_limit
+        ) and not self._depth
 
     def _rewatch(self, key: Hashable, entry: T | dict[T, None]) -> None:
         """Put back a detached watcher list, after any operations watched meanwhile."""

@@ -408,3 +408,16 @@ def test_an_answered_fetch_waiting_for_the_purge_lets_go_of_its_request() -> Non
     gc.collect()
     assert h.rm(0).fetch_purgatory.watched == len(tps)  # still on every watcher list
     assert gone() is None
+
+
+def test_a_replica_makes_producer_state_only_for_a_producer_id(h: Harness) -> None:
+    """Most replicas never see a producer id: reading the LSO, the aborted ranges or
+    expiring idle producers makes no state for them; the first idempotent batch does."""
+    h.produce(TP, batch(3))
+    p = h.rm().partitions[TP]
+    assert p.last_stable_offset == p.high_watermark == 3
+    assert p.aborted_transactions(0, 3) == []
+    h.rm().enforce_retention()
+    assert p._producers is None
+    h.produce(TP, pbatch(0))
+    assert p._producers is not None and list(p.producers.producers) == [1000]

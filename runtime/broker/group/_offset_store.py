@@ -29,7 +29,7 @@ from .group_model import Group, GroupState, Member, OffsetEntry
 from .streams_group import StreamsGroup
 from .streams_group_manager import StreamsGroupManager
 
-__all__ = ["MAX_METADATA", "OffsetStore", "offset_records"]
+__all__ = ["MAX_METADATA", "OffsetStore", "offset_records", "tombstones"]
 
 #: Kafka's limit on offset metadata strings (offset.metadata.max.bytes).
 MAX_METADATA = 4096
@@ -263,11 +263,7 @@ class OffsetStore:
         }
         deletable = [tp for tp in partitions if tp not in errors]
         now = self.log.now_ms()
-        records = [
-            Record(-1, now, offset_key(group_id, tp.topic, tp.partition), None)
-            for tp in deletable
-            if tp in owner.offsets
-        ]
+        records = tombstones(group_id, [tp for tp in deletable if tp in owner.offsets], now)
         if not records:
             callback(0, {**dict.fromkeys(deletable, 0), **errors})
             return
@@ -279,13 +275,6 @@ class OffsetStore:
             callback(error, {**dict.fromkeys(deletable, error), **errors})
 
         self.log.append(group_id, records, appended)
-
-    def tombstones(self, group: Group, now_ms: int) -> list[Record]:
-        """The records that delete every committed offset of ``group``."""
-        return [
-            Record(-1, now_ms, offset_key(group.group_id, tp.topic, tp.partition), None)
-            for tp in group.offsets
-        ]
 
     def on_topic_deleted(self, topic: str) -> None:
         """Offsets of a deleted topic go with it, as in Kafka: the coordinator of each group
@@ -299,30 +288,26 @@ class OffsetStore:
             for tp in gone:
                 del owner.offsets[tp]
             if gone and self.log.owns(owner.group_id):
-                records = [
-                    Record(-1, now, offset_key(owner.group_id, tp.topic, tp.partition), None)
-                    for tp in gone
-                ]
-                self.log.append(owner.group_id, records, _ignore)
+                self.log.append(owner.group_id, tombstones(owner.group_id, gone, now), _ignore)
 
     # -- expiry -----------------------------------------------------------------------
 
     def expired(
         self,
-        group_id: str,
-        offsets: Mapping[TopicPartition, OffsetEntry],
+        owner: Group | ConsumerGroup | StreamsGroup,
         subscribed: Set[str],
         empty_since: int | None,
         now_ms: int,
         retention_ms: int,
     ) -> tuple[list[TopicPartition], bool]:
-        """The offsets of ``group_id`` older than ``retention_ms``, counted from
+        """The offsets of ``owner`` older than ``retention_ms``, counted from
         ``empty_since`` or else each one's commit, and whether they are all it has (no
         subscribed topic's offset is one, nor one an open transaction also wrote; a group
         in an open transaction keeps something)."""
         gone: list[TopicPartition] = []
+        group_id = owner.group_id
         kept = self.has_pending_group(group_id)
-        for tp, entry in offsets.items():
+        for tp, entry in owner.offsets.items():
             if (
                 tp.topic not in subscribed
                 and now_ms - (entry.commit_timestamp if empty_since is None else empty_since)
@@ -342,9 +327,7 @@ class OffsetStore:
         again after the tombstone (the log's last word is the commit's)."""
         group_id, now = owner.group_id, self.log.now_ms()
         entries = {tp: owner.offsets[tp] for tp in partitions}
-        records = [
-            Record(-1, now, offset_key(group_id, tp.topic, tp.partition), None) for tp in entries
-        ]
+        records = tombstones(group_id, entries, now)
 
         def appended(error: int) -> None:
             if error:
@@ -458,6 +441,13 @@ class OffsetStore:
     def has_pending_group(self, group_id: str) -> bool:
         """Whether an open transaction holds offsets of ``group_id``."""
         return any(group_id in p.groups for p in self.pending.values())
+
+
+def tombstones(group_id: str, partitions: Iterable[TopicPartition], now_ms: int) -> list[Record]:
+    """The records that delete ``group_id``'s committed offsets of ``partitions``."""
+    return [
+        Record(-1, now_ms, offset_key(group_id, tp.topic, tp.partition), None) for tp in partitions
+    ]
 
 
 def _ignore(error: int) -> None:

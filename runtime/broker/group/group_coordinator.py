@@ -31,7 +31,7 @@ from ..storage.replica_manager import ReplicaManager
 from ..types import OFFSETS_TOPIC
 from ._classic_protocol import ClassicProtocol
 from ._group_records import decode_group_value, decode_key, decode_offset_value, group_key
-from ._offset_store import OffsetStore
+from ._offset_store import OffsetStore, tombstones
 from .consumer_group import ConsumerGroup, StateRecords, decode_state_key
 from .consumer_group_manager import ConsumerGroupManager
 from .group_model import Group, GroupState, Member, OffsetEntry
@@ -275,7 +275,7 @@ class GroupCoordinator(ClassicProtocol):
         for group_id in waiting:
             group = self.groups[group_id]
             now = self._time_ms()
-            records = self.offsets.tombstones(group, now)
+            records = tombstones(group_id, group.offsets, now)
             records.append(Record(-1, now, group_key(group_id), None))
             self.log.append(group_id, records, functools.partial(one_done, group_id, group))
 
@@ -319,9 +319,7 @@ class GroupCoordinator(ClassicProtocol):
         removed = 0
         doomed: list[str] = []
         for owner, empty, subscribed, empty_since in self._expirable():
-            gone, all_gone = self.offsets.expired(
-                owner.group_id, owner.offsets, subscribed, empty_since, now, retention_ms
-            )
+            gone, all_gone = self.offsets.expired(owner, subscribed, empty_since, now, retention_ms)
             if all_gone and empty:
                 doomed.append(owner.group_id)
                 removed += 1 + len(gone)

@@ -131,11 +131,17 @@ class Partition:
     @property
     def producers(self) -> ProducerStateManager:
         """The partition's producers, made on first use: most replicas of a broker with
-        many partitions never see a producer id, and the empty state is five containers."""
+        many partitions never see a producer id, and the empty state is five containers.
+        Reads that find none (the LSO, aborted ranges, expiry) make none."""
         found = self._producers
         if found is None:
             found = self._producers = ProducerStateManager()
         return found
+
+    def expire_producers(self, clock_ms: float, expiration_ms: int) -> None:
+        """Forget producers idle longer than ``expiration_ms`` (none made for it)."""
+        if self._producers is not None:
+            self._producers.expire(clock_ms, expiration_ms)
 
     # -- roles ------------------------------------------------------------------------
 
@@ -407,7 +413,8 @@ class Partition:
     def last_stable_offset(self) -> int:
         """Where read_committed reads stop: the earliest unstable transaction, or the HW."""
         hw = self.high_watermark
-        first = self.producers.first_unstable_offset(hw)
+        producers = self._producers
+        first = None if producers is None else producers.first_unstable_offset(hw)
         return hw if first is None else min(first, hw)
 
     def upper_bound(self, for_replica: bool, read_committed: bool = False) -> int:
@@ -419,8 +426,11 @@ class Partition:
 
     def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions a read_committed fetch of offsets [start, end) must skip."""
-        self.producers.trim_aborted(self.log.log_start_offset)
-        return self.producers.aborted_between(start, end)
+        producers = self._producers
+        if producers is None:
+            return []
+        producers.trim_aborted(self.log.log_start_offset)
+        return producers.aborted_between(start, end)
 
     def check_fetch_offset(self, offset: int) -> None:
         if offset < self.log.log_start_offset or offset > self.log.log_end_offset:

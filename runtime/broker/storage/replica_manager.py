@@ -687,7 +687,7 @@ class ReplicaManager:
         expiry = self.configs.broker_int("producer.id.expiration.ms", self.broker_id)
         clock_ms = self.now()
         for tp, p in self.partitions.items():
-            p.producers.expire(clock_ms, expiry)
+            p.expire_producers(clock_ms, expiry)
             if not p.is_leader:
                 continue
             cfg = self.configs.topic_config(tp.topic)
