@@ -221,7 +221,9 @@ def test_franz_go_own_suite() -> None:
         assert b.alive(), b.stderr_text()
     print(f"\nfranz-go kgo suite: {result['top_level']} top-level, {result['all']} in all")
     print("skipped:", ", ".join(sorted(result["skipped"])))
-    assert result["failed"] == [], result["failed"]
+    assert result["failed"] == [], "\n".join(
+        f"{name}:\n{said}" for name, said in result["failure_output"].items()
+    )
     assert result["package"] == "pass"
     assert result["top_level"].get("pass", 0) >= 140
     assert not set(KGO_SHARE_TESTS) - set(result["passed"]), result["skipped"]

@@ -171,8 +171,8 @@ def franz_go_suite(bootstrap: str, records: int = 5000, timeout: float = 600.0) 
     The tests read the seed brokers from ``KGO_SEEDS``; ``KGO_TEST_RECORDS`` bounds the
     records their produce/consume loops move (500,000 by default). Returns the package's
     outcome and the pass/fail/skip counts of top-level tests and of all (sub)tests, with the
-    names of failures and of passed top-level tests, and the lines each skipped test logged
-    (its reason among them).
+    names of failures and of passed top-level tests, the lines each skipped test logged
+    (its reason among them) and the lines each failed test logged (what it found wrong).
     """
     go = _tool("go", "go")
     cmd = [go, "test", "-mod=readonly", "-count=1", f"-timeout={int(timeout) - 30}s", "-json"]
@@ -198,6 +198,7 @@ def franz_go_suite(bootstrap: str, records: int = 5000, timeout: float = 600.0) 
     failed: list[str] = []
     passed: list[str] = []
     skipped: dict[str, str] = {}
+    said_by_failed: dict[str, str] = {}
     output: dict[str, list[str]] = {}
     package = "no result"
     for line in proc.stdout.splitlines():
@@ -219,6 +220,7 @@ def franz_go_suite(bootstrap: str, records: int = 5000, timeout: float = 600.0) 
             top[action] = top.get(action, 0) + 1
         if action == "fail":
             failed.append(test)
+            said_by_failed[test] = "".join(output.get(test, []))[-4000:]
         elif action == "pass" and "/" not in test:
             passed.append(test)
         elif action == "skip" and "/" not in test:
@@ -234,6 +236,7 @@ def franz_go_suite(bootstrap: str, records: int = 5000, timeout: float = 600.0) 
         "failed": failed,
         "passed": passed,
         "skipped": skipped,
+        "failure_output": said_by_failed,
     }
 
 
