@@ -13,7 +13,12 @@ Both servers run on this machine, one after the other, driven by the same client
   start of the three partitions;
 - end-to-end latency: 1 KiB records produced one at a time (acks=all) until a consumer
   has each, p50 and p99;
-- resident memory of the servers after the runs.
+- resident memory of the servers after the runs;
+- the clients' ceiling on one broker: the same produce and consume runs against a sink, a
+  broker that acknowledges every batch and keeps nothing but a count, answering fetches
+  from batches made once (``clients sink``, built from the project's Go sources). What a
+  client reaches there is the most any broker could let it reach on this machine, so
+  sink / Kafka is the highest ratio a row could show.
 
 The load average is printed from before and after: figures of a loaded machine are not
 those of a quiet one.
@@ -24,7 +29,7 @@ Kafka runs with its distribution's JVM settings (1 GiB heap, G1). Record counts 
 wait are bounded.
 
 Run: kafkagen bench kafka [--records N] [--latency-records N] [--brokers 1,3]
-[--skip-java] [--json FILE]
+[--skip-java] [--skip-sink] [--json FILE]
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import argparse
 import json
 import os
 import re
+import select
 import signal
 import socket
 import statistics
@@ -67,12 +73,21 @@ class Figure:
     unit: str
     #: True when more is better (throughput); False for times and memory.
     higher_is_better: bool
+    #: The same run against the sink (one broker's throughput rows), else None.
+    sink: float | None = None
 
     @property
     def ratio(self) -> float:
         if self.higher_is_better:
             return self.kafkagen / self.kafka if self.kafka else float("inf")
         return self.kafka / self.kafkagen if self.kafkagen else float("inf")
+
+    @property
+    def ceiling(self) -> float | None:
+        """sink / Kafka: the ratio a broker doing no work at all would show."""
+        if self.sink is None:
+            return None
+        return self.sink / self.kafka if self.kafka else float("inf")
 
 
 # ---------------------------------------------------------------------- servers
@@ -129,6 +144,30 @@ def _serve(brokers: int, port: int, log_dir: str) -> Iterator[subprocess.Popen[b
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(5)
+
+
+@contextmanager
+def _sink() -> Iterator[str]:
+    """The sink on a free port; yields its bootstrap address."""
+    from kafkagen.client_programs import command
+
+    proc = subprocess.Popen(
+        [*command("go"), "sink", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], START_LIMIT_S)
+        said = proc.stdout.readline() if ready else ""
+        if not said.startswith("listening "):
+            raise RuntimeError(f"the sink did not start: {said!r}, exit {proc.poll()}")
+        yield f"127.0.0.1:{int(said.split()[1])}"
+    finally:
+        proc.kill()
+        proc.wait(5)
 
 
 def _wait_metadata(port: int, brokers: int, started: float, proc: subprocess.Popen[bytes]) -> float:
@@ -413,6 +452,7 @@ def run(
     say: Callable[[str], None],
     latency_records: int = 1000,
     shapes: Sequence[int] = SHAPES,
+    sink: bool = True,
 ) -> list[Figure]:
     figures: list[Figure] = []
     java_cp = (
@@ -433,7 +473,7 @@ def run(
         )
     )
     for brokers in shapes:
-        figures += _run_shape(brokers, records, java_cp, say, latency_records)
+        figures += _run_shape(brokers, records, java_cp, say, latency_records, sink)
     return figures
 
 
@@ -443,8 +483,10 @@ def _run_shape(
     java_cp: str | None,
     say: Callable[[str], None],
     latency_records: int,
+    sink: bool,
 ) -> list[Figure]:
-    """Produce, consume, latency and memory on ``brokers`` brokers of each server."""
+    """Produce, consume, latency and memory on ``brokers`` brokers of each server, and on
+    one broker the clients' ceiling (the sink) unless ``sink`` is false."""
     shape = _shape(brokers)
     say(f"produce, consume, latency, {shape}: kafkagen serve ({records} records) ...")
     port = _free_ports_from(brokers)
@@ -456,6 +498,14 @@ def _run_shape(
         kg_consume = consume_confluent(bootstrap, records * len(kg_runs))
         kg_latency = latency_confluent(bootstrap, latency_records, brokers)
         kg_rss = rss_mb([proc.pid])
+    sink_runs: list[ProduceRun | None] = [None] * len(kg_runs)
+    sink_consume: tuple[float | None, float | None] = (None, None)
+    if sink and brokers == 1:
+        say(f"produce, consume, {shape}: the sink ({records} records) ...")
+        with _sink() as bootstrap:
+            done = produce_all(bootstrap, brokers, records, java_cp)
+            sink_consume = consume_confluent(bootstrap, records * len(done))
+        sink_runs = list(done)
     say(f"produce, consume, latency, {shape}: Apache Kafka ({records} records) ...")
     with KafkaReference(brokers, jvm_options=KAFKA_JVM) as kafka:
         kafka_runs = produce_all(kafka.bootstrap, brokers, records, java_cp)
@@ -463,13 +513,14 @@ def _run_shape(
         kafka_latency = latency_confluent(kafka.bootstrap, latency_records, brokers)
         kafka_rss = rss_mb(kafka.pids())
     figures = []
-    for a, b in zip(kg_runs, kafka_runs, strict=True):
+    for a, b, c in zip(kg_runs, kafka_runs, sink_runs, strict=True):
         what = f"produce acks={a.acks} {a.tool} ({shape})"
-        figures.append(Figure(what, a.msgs_per_s, b.msgs_per_s, "msgs/s", True))
-        figures.append(Figure(what, a.mb_per_s, b.mb_per_s, "MB/s", True))
+        msgs, mb = (c.msgs_per_s, c.mb_per_s) if c is not None else (None, None)
+        figures.append(Figure(what, a.msgs_per_s, b.msgs_per_s, "msgs/s", True, msgs))
+        figures.append(Figure(what, a.mb_per_s, b.mb_per_s, "MB/s", True, mb))
     what = f"consume confluent-kafka ({shape})"
-    figures.append(Figure(what, kg_consume[0], kafka_consume[0], "msgs/s", True))
-    figures.append(Figure(what, kg_consume[1], kafka_consume[1], "MB/s", True))
+    figures.append(Figure(what, kg_consume[0], kafka_consume[0], "msgs/s", True, sink_consume[0]))
+    figures.append(Figure(what, kg_consume[1], kafka_consume[1], "MB/s", True, sink_consume[1]))
     for i, p in enumerate(("p50", "p99")):
         what = f"end-to-end latency {p}, acks=all ({shape})"
         figures.append(Figure(what, kg_latency[i], kafka_latency[i], "ms", False))
@@ -498,15 +549,23 @@ def _port_free(port: int) -> bool:
 
 
 def table(figures: list[Figure]) -> str:
-    lines = [f"{'':<62} {'kafkagen':>12} {'Kafka 4.4':>12}  {'unit':<7} ratio"]
+    sinks = any(f.sink is not None for f in figures)
+    head = f"{'':<62} {'kafkagen':>12} {'Kafka 4.4':>12}  {'unit':<7} {'ratio':>6}"
+    lines = [head + (f" {'sink':>12} {'sink/Kafka':>10}" if sinks else "")]
     for f in figures:
-        lines.append(
-            f"{f.what:<62} {f.kafkagen:>12,.2f} {f.kafka:>12,.2f}  {f.unit:<7} {f.ratio:.2f}x"
-        )
+        line = f"{f.what:<62} {f.kafkagen:>12,.2f} {f.kafka:>12,.2f}  {f.unit:<7} {f.ratio:>5.2f}x"
+        if f.sink is not None:
+            line += f" {f.sink:>12,.2f} {f.ceiling:>9.2f}x"
+        lines.append(line)
     lines.append(
         "ratio: kafkagen/Kafka for throughput, Kafka/kafkagen for time and memory "
         "(above 1: kafkagen ahead)"
     )
+    if sinks:
+        lines.append(
+            "sink: the same client against a broker that keeps nothing, its ceiling here; "
+            "sink/Kafka is the most any broker could show on that row"
+        )
     return "\n".join(lines)
 
 
@@ -531,6 +590,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="cluster sizes compared, each topic with as many replicas (default: 1,3)",
     )
     parser.add_argument("--skip-java", action="store_true", help="no ProducerPerformance runs")
+    parser.add_argument(
+        "--skip-sink", action="store_true", help="no runs against the sink (needs Go to build)"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args(argv)
     if min(args.records, args.repeat, args.latency_records) < 1:
@@ -551,13 +613,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         lambda m: print(m, file=sys.stderr, flush=True),
         args.latency_records,
         shapes,
+        not args.skip_sink,
     )
     load_after = os.getloadavg()
     print(table(figures))
     print(f"load average (1, 5, 15 min) before: {_load(load_before)}; after: {_load(load_after)}")
     if args.json:
         report = {
-            "figures": [asdict(f) | {"ratio": f.ratio} for f in figures],
+            "figures": [asdict(f) | {"ratio": f.ratio, "ceiling": f.ceiling} for f in figures],
             "load_before": load_before,
             "load_after": load_after,
         }

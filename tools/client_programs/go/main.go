@@ -4,6 +4,7 @@
 // topic. Prints one JSON object on stdout; the test decides what is right.
 //
 // Usage: clients franz|sarama classic|consumer BOOTSTRAP TOPIC N (the group is TOPIC-group)
+// or clients sink [PORT] (sink.go).
 package main
 
 import (
@@ -253,6 +254,10 @@ func run(c Client, s *Scenario, n int) error {
 }
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "sink" {
+		sinkMain(os.Args[2:])
+		return
+	}
 	if len(os.Args) != 6 {
 		fmt.Fprintln(os.Stderr, "usage: clients franz|sarama classic|consumer BOOTSTRAP TOPIC N")
 		os.Exit(2)
