@@ -28,7 +28,9 @@ for start-up and memory, Kafka / kafkagen: above 1 is kafkagen quicker or smalle
 Kafka runs with its distribution's JVM settings (1 GiB heap, G1). Record counts and every
 wait are bounded.
 
-Run: kafkagen bench kafka [--records N] [--latency-records N] [--brokers 1,3]
+Each produce and consume row is the median of ``--runs`` runs (3 by default), interleaved.
+
+Run: kafkagen bench kafka [--records N] [--runs N] [--latency-records N] [--brokers 1,3]
 [--skip-java] [--skip-sink] [--json FILE]
 """
 
@@ -417,21 +419,37 @@ class ProduceRun:
 
 
 def produce_all(
-    bootstrap: str, replicas: int, records: int, java_cp: str | None
+    bootstrap: str, replicas: int, records: int, java_cp: str | None, runs: int = 1
 ) -> list[ProduceRun]:
+    """Each producer and acks setting ``runs`` times, interleaved so that a slow spell of
+    the machine falls on every row alike; the run of median throughput of each."""
     _create_topic(bootstrap, replicas)
-    runs = []
-    for acks in ("1", "all"):
-        if java_cp is not None:
-            runs.append(
-                ProduceRun(
-                    "ProducerPerformance", acks, *produce_java(bootstrap, records, acks, java_cp)
+    rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for _ in range(runs):
+        for acks in ("1", "all"):
+            if java_cp is not None:
+                rows.setdefault(("ProducerPerformance", acks), []).append(
+                    produce_java(bootstrap, records, acks, java_cp)
                 )
+            rows.setdefault(("confluent-kafka", acks), []).append(
+                produce_confluent(bootstrap, records, acks)
             )
-        runs.append(
-            ProduceRun("confluent-kafka", acks, *produce_confluent(bootstrap, records, acks))
-        )
-    return runs
+    return [ProduceRun(tool, acks, *_median(got)) for (tool, acks), got in rows.items()]
+
+
+def _median(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    """The run of median messages/s (its MB/s with it)."""
+    return sorted(runs)[len(runs) // 2]
+
+
+def throughput(
+    bootstrap: str, replicas: int, records: int, java_cp: str | None, runs: int
+) -> tuple[list[ProduceRun], tuple[float, float]]:
+    """The produce rows, then the median of ``runs`` consumes of all they wrote."""
+    produced = produce_all(bootstrap, replicas, records, java_cp, runs)
+    total = records * len(produced) * runs
+    consumed = _median([consume_confluent(bootstrap, total) for _ in range(runs)])
+    return produced, consumed
 
 
 # ---------------------------------------------------------------------- the run
@@ -453,6 +471,7 @@ def run(
     latency_records: int = 1000,
     shapes: Sequence[int] = SHAPES,
     sink: bool = True,
+    runs: int = 1,
 ) -> list[Figure]:
     figures: list[Figure] = []
     java_cp = (
@@ -473,7 +492,7 @@ def run(
         )
     )
     for brokers in shapes:
-        figures += _run_shape(brokers, records, java_cp, say, latency_records, sink)
+        figures += _run_shape(brokers, records, java_cp, say, latency_records, sink, runs)
     return figures
 
 
@@ -484,9 +503,11 @@ def _run_shape(
     say: Callable[[str], None],
     latency_records: int,
     sink: bool,
+    runs: int,
 ) -> list[Figure]:
-    """Produce, consume, latency and memory on ``brokers`` brokers of each server, and on
-    one broker the clients' ceiling (the sink) unless ``sink`` is false."""
+    """Produce, consume (medians of ``runs``), latency and memory on ``brokers`` brokers of
+    each server, and on one broker the clients' ceiling (the sink) unless ``sink`` is
+    false."""
     shape = _shape(brokers)
     say(f"produce, consume, latency, {shape}: kafkagen serve ({records} records) ...")
     port = _free_ports_from(brokers)
@@ -494,8 +515,7 @@ def _run_shape(
     with _kafkagen(brokers, port) as proc:
         _wait_metadata(port, brokers, started, proc)
         bootstrap = ",".join(f"127.0.0.1:{port + i}" for i in range(brokers))
-        kg_runs = produce_all(bootstrap, brokers, records, java_cp)
-        kg_consume = consume_confluent(bootstrap, records * len(kg_runs))
+        kg_runs, kg_consume = throughput(bootstrap, brokers, records, java_cp, runs)
         kg_latency = latency_confluent(bootstrap, latency_records, brokers)
         kg_rss = rss_mb([proc.pid])
     sink_runs: list[ProduceRun | None] = [None] * len(kg_runs)
@@ -503,13 +523,11 @@ def _run_shape(
     if sink and brokers == 1:
         say(f"produce, consume, {shape}: the sink ({records} records) ...")
         with _sink() as bootstrap:
-            done = produce_all(bootstrap, brokers, records, java_cp)
-            sink_consume = consume_confluent(bootstrap, records * len(done))
+            done, sink_consume = throughput(bootstrap, brokers, records, java_cp, runs)
         sink_runs = list(done)
     say(f"produce, consume, latency, {shape}: Apache Kafka ({records} records) ...")
     with KafkaReference(brokers, jvm_options=KAFKA_JVM) as kafka:
-        kafka_runs = produce_all(kafka.bootstrap, brokers, records, java_cp)
-        kafka_consume = consume_confluent(kafka.bootstrap, records * len(kafka_runs))
+        kafka_runs, kafka_consume = throughput(kafka.bootstrap, brokers, records, java_cp, runs)
         kafka_latency = latency_confluent(kafka.bootstrap, latency_records, brokers)
         kafka_rss = rss_mb(kafka.pids())
     figures = []
@@ -581,6 +599,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=100_000, help="records per produce run")
     parser.add_argument("--repeat", type=int, default=3, help="start-ups timed per server")
     parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        help="runs of each produce and consume row; the median is reported (default 3)",
+    )
+    parser.add_argument(
         "--latency-records", type=int, default=1000, help="records timed one by one end to end"
     )
     parser.add_argument(
@@ -595,8 +619,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args(argv)
-    if min(args.records, args.repeat, args.latency_records) < 1:
-        parser.error("--records, --repeat and --latency-records must be at least 1")
+    if min(args.records, args.repeat, args.runs, args.latency_records) < 1:
+        parser.error("--records, --repeat, --runs and --latency-records must be at least 1")
     try:
         shapes = [int(n) for n in args.brokers.split(",")]
     except ValueError:
@@ -614,6 +638,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.latency_records,
         shapes,
         not args.skip_sink,
+        args.runs,
     )
     load_after = os.getloadavg()
     print(table(figures))

@@ -27,16 +27,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const sinkPartitions = 3
+const (
+	sinkPartitions = 3
+	maxFrame       = 100 << 20 // socket.request.max.bytes, as Kafka's default
+)
 
 // The versions the sink answers; the clients of Kafka 4 ask for no older ones.
 var sinkVersions = map[int16][2]int16{
-	0:  {3, 13}, // Produce
-	1:  {4, 17}, // Fetch
-	2:  {1, 10}, // ListOffsets
-	3:  {0, 13}, // Metadata
-	18: {0, 4},  // ApiVersions
-	19: {2, 7},  // CreateTopics
+	0:  {3, 13},  // Produce
+	1:  {12, 17}, // Fetch: flexible versions only
+	2:  {1, 10},  // ListOffsets
+	3:  {0, 13},  // Metadata
+	18: {0, 4},   // ApiVersions
+	19: {2, 7},   // CreateTopics
 }
 
 // The records a fetched batch holds at most, and the value each carries.
@@ -89,21 +92,42 @@ func (s *sink) serve(conn net.Conn) {
 		if _, err := io.ReadFull(r, size[:]); err != nil {
 			return
 		}
-		frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+		length := binary.BigEndian.Uint32(size[:])
+		if length > maxFrame {
+			fmt.Fprintf(os.Stderr, "sink: a request of %d bytes, above %d\n", length, maxFrame)
+			return
+		}
+		frame := make([]byte, length)
 		if _, err := io.ReadFull(r, frame); err != nil {
 			return
 		}
-		out, err := s.answer(frame)
+		pieces, err := s.answer(frame)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sink:", err)
 			return
 		}
-		if out == nil { // acks=0
+		if pieces == nil { // acks=0
 			continue
 		}
-		binary.BigEndian.PutUint32(size[:], uint32(len(out)))
-		w.Write(size[:])
-		w.Write(out)
+		total := 0
+		for _, p := range pieces {
+			total += len(p)
+		}
+		binary.BigEndian.PutUint32(size[:], uint32(total))
+		if total < 1<<16 {
+			w.Write(size[:])
+			for _, p := range pieces {
+				w.Write(p)
+			}
+		} else { // a large answer leaves in one gathered write, the batches uncopied
+			if err := w.Flush(); err != nil {
+				return
+			}
+			out := append(net.Buffers{size[:]}, pieces...)
+			if _, err := out.WriteTo(conn); err != nil {
+				return
+			}
+		}
 		if r.Buffered() == 0 { // nothing more read: send what is answered
 			if err := w.Flush(); err != nil {
 				return
@@ -112,8 +136,9 @@ func (s *sink) serve(conn net.Conn) {
 	}
 }
 
-// answer is the response frame (header and body) of one request frame.
-func (s *sink) answer(frame []byte) ([]byte, error) {
+// answer is the response frame (header and body) of one request frame, in pieces; none
+// for a produce with acks=0.
+func (s *sink) answer(frame []byte) ([][]byte, error) {
 	if len(frame) < 10 {
 		return nil, fmt.Errorf("a request of %d bytes", len(frame))
 	}
@@ -134,7 +159,7 @@ func (s *sink) answer(frame []byte) ([]byte, error) {
 		// An ApiVersions newer than ours: a v0 answer with UNSUPPORTED_VERSION and the list.
 		resp := s.apiVersions(0)
 		resp.ErrorCode = 35
-		return append(append([]byte{}, correlation...), resp.AppendTo(nil)...), nil
+		return [][]byte{append(append([]byte{}, correlation...), resp.AppendTo(nil)...)}, nil
 	}
 	req.SetVersion(version)
 	if req.IsFlexible() {
@@ -158,7 +183,7 @@ func (s *sink) answer(frame []byte) ([]byte, error) {
 	case *kmsg.ListOffsetsRequest:
 		resp = s.listOffsets(r)
 	case *kmsg.FetchRequest:
-		resp = s.fetch(r)
+		return append([][]byte{append(append([]byte{}, correlation...), 0)}, s.fetch(r)...), nil
 	case *kmsg.ProduceRequest:
 		if r.Acks == 0 {
 			s.produce(r)
@@ -171,7 +196,7 @@ func (s *sink) answer(frame []byte) ([]byte, error) {
 	if resp.IsFlexible() && key != 18 { // ApiVersions answers with header v0 always
 		out = append(out, 0)
 	}
-	return resp.AppendTo(out), nil
+	return [][]byte{resp.AppendTo(out)}, nil
 }
 
 // skipTags is what follows the tagged fields of a flexible request header.
@@ -326,49 +351,66 @@ func (s *sink) listOffsets(r *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse
 // fetch answers with batches from each asked offset up to what was produced, at most a
 // partition's and the request's byte limits (and always one batch when there is one). With
 // nothing to send it waits the request's wait, at most 100 ms, as a broker would for data.
-func (s *sink) fetch(r *kmsg.FetchRequest) *kmsg.FetchResponse {
-	resp := kmsg.NewPtrFetchResponse()
+// The answer (a flexible version, 12 on) is written by hand as pieces: each batch goes out
+// as its own 8-byte base offset and the made batch's shared rest, copied by no one.
+func (s *sink) fetch(r *kmsg.FetchRequest) [][]byte {
 	budget, sent := int(r.MaxBytes), 0
-	if r.Version < 3 || budget <= 0 {
+	if budget <= 0 {
 		budget = 1 << 30
 	}
+	head := binary.BigEndian.AppendUint32(nil, 0) // throttle time
+	head = binary.BigEndian.AppendUint16(head, 0) // error code
+	head = binary.BigEndian.AppendUint32(head, 0) // no fetch session
+	head = binary.AppendUvarint(head, uint64(len(r.Topics)+1))
+	pieces := [][]byte{}
 	s.mu.Lock()
 	for _, t := range r.Topics {
-		name := s.name(t.Topic, t.TopicID)
-		next := s.offsets[name]
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition, rp.RecordBatches = p.Partition, []byte{} // empty, not null
-			if p.Partition < 0 || int(p.Partition) >= len(next) {
-				rp.ErrorCode = 3
-				rt.Partitions = append(rt.Partitions, rp)
-				continue
-			}
-			end := next[p.Partition]
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = end, end, 0
-			for at := p.FetchOffset; at < end; {
-				n := int(min(end-at, batchRecords))
-				b := s.batch(n)
-				if len(rp.RecordBatches) > 0 && (len(rp.RecordBatches)+len(b) > int(p.PartitionMaxBytes) || sent+len(b) > budget) {
-					break
-				}
-				start := len(rp.RecordBatches)
-				rp.RecordBatches = append(rp.RecordBatches, b...)
-				binary.BigEndian.PutUint64(rp.RecordBatches[start:], uint64(at))
-				at += int64(n)
-				sent += len(b)
-			}
-			rt.Partitions = append(rt.Partitions, rp)
+		next := s.offsets[s.name(t.Topic, t.TopicID)]
+		if r.Version >= 13 {
+			head = append(head, t.TopicID[:]...)
+		} else {
+			head = binary.AppendUvarint(head, uint64(len(t.Topic)+1))
+			head = append(head, t.Topic...)
 		}
-		resp.Topics = append(resp.Topics, rt)
+		head = binary.AppendUvarint(head, uint64(len(t.Partitions)+1))
+		for _, p := range t.Partitions {
+			head = binary.BigEndian.AppendUint32(head, uint32(p.Partition))
+			var batches [][]byte
+			size, end := 0, int64(0)
+			if p.Partition < 0 || int(p.Partition) >= len(next) {
+				head = binary.BigEndian.AppendUint16(head, 3) // UNKNOWN_TOPIC_OR_PARTITION
+			} else {
+				head = binary.BigEndian.AppendUint16(head, 0)
+				end = next[p.Partition]
+				for at := p.FetchOffset; at < end; {
+					n := int(min(end-at, batchRecords))
+					b := s.batch(n)
+					if size > 0 && (size+len(b) > int(p.PartitionMaxBytes) || sent+len(b) > budget) {
+						break
+					}
+					batches = append(batches, binary.BigEndian.AppendUint64(nil, uint64(at)), b[8:])
+					at += int64(n)
+					size += len(b)
+					sent += len(b)
+				}
+			}
+			head = binary.BigEndian.AppendUint64(head, uint64(end)) // high watermark
+			head = binary.BigEndian.AppendUint64(head, uint64(end)) // last stable offset
+			head = binary.BigEndian.AppendUint64(head, 0)           // log start offset
+			head = binary.AppendUvarint(head, 1)                    // no aborted transactions
+			head = binary.BigEndian.AppendUint32(head, 0xFFFFFFFF)  // no preferred replica
+			head = binary.AppendUvarint(head, uint64(size+1))
+			pieces = append(append(pieces, head), batches...)
+			head = []byte{0} // the partition's tagged fields, then what follows
+		}
+		head = append(head, 0) // the topic's tagged fields
 	}
 	s.mu.Unlock()
+	pieces = append(pieces, append(head, 0)) // the response's tagged fields
 	if sent == 0 && r.MaxWaitMillis > 0 {
 		time.Sleep(time.Duration(min(r.MaxWaitMillis, 100)) * time.Millisecond)
 	}
-	return resp
+	return pieces
 }
 
 // batch is a v2 record batch of n records with 1 KiB values, at base offset 0; the CRC
