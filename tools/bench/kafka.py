@@ -422,15 +422,22 @@ def produce_all(
     bootstrap: str, replicas: int, records: int, java_cp: str | None, runs: int = 1
 ) -> list[ProduceRun]:
     """Each producer and acks setting ``runs`` times, interleaved so that a slow spell of
-    the machine falls on every row alike; the run of median throughput of each."""
+    the machine falls on every row alike; the run of median throughput of each.
+
+    Every run starts with the machine's written data on disk (``os.sync``, untimed): once
+    the page cache holds about 2 GiB not yet written (the kernel's background threshold on
+    this machine) the kernel holds writers back to the disk's pace, and the later runs
+    would measure the disk catching up with the earlier ones, not the server."""
     _create_topic(bootstrap, replicas)
     rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for _ in range(runs):
         for acks in ("1", "all"):
             if java_cp is not None:
+                os.sync()
                 rows.setdefault(("ProducerPerformance", acks), []).append(
                     produce_java(bootstrap, records, acks, java_cp)
                 )
+            os.sync()
             rows.setdefault(("confluent-kafka", acks), []).append(
                 produce_confluent(bootstrap, records, acks)
             )
