@@ -424,10 +424,10 @@ def produce_all(
     """Each producer and acks setting ``runs`` times, interleaved so that a slow spell of
     the machine falls on every row alike; the run of median throughput of each.
 
-    Every run starts with the machine's written data on disk (``os.sync``, untimed): once
-    the page cache holds about 2 GiB not yet written (the kernel's background threshold on
-    this machine) the kernel holds writers back to the disk's pace, and the later runs
-    would measure the disk catching up with the earlier ones, not the server."""
+    Every run starts with the machine's written data on disk (``os.sync``, untimed): past
+    the kernel's background threshold (a tenth of memory, about 2.3 GB here) it writes
+    back while the producers run and slows the writers toward the disk's pace, so later
+    runs would measure the disk catching up with the earlier ones, not the server."""
     _create_topic(bootstrap, replicas)
     rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for _ in range(runs):
@@ -498,6 +498,15 @@ def run(
             "  Kafka without formatting storage", kg_start, kafka_start - kafka_format, "s", False
         )
     )
+    if sink and 1 in shapes:
+        from kafkagen.client_programs import ClientProgramError, command
+
+        try:
+            command("go")  # built now, not between timed runs
+        except ClientProgramError as e:
+            raise RuntimeError(
+                f"the sink cannot be built (--skip-sink runs without it): {e}"
+            ) from e
     for brokers in shapes:
         figures += _run_shape(brokers, records, java_cp, say, latency_records, sink, runs)
     return figures
