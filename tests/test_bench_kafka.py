@@ -104,3 +104,18 @@ def test_the_ceiling_is_the_sinks_figure_over_kafkas() -> None:
 
 def test_resident_memory_of_this_process() -> None:
     assert rss_mb([os.getpid()]) > 10
+
+
+@pytest.mark.slow
+def test_a_request_the_sink_cannot_read_closes_its_connection_only() -> None:
+    import socket
+    import struct
+
+    with _sink() as bootstrap:
+        host, port = bootstrap.split(":")
+        # A Metadata v1 header whose client id claims 500 bytes of a 12-byte frame.
+        with socket.create_connection((host, int(port)), timeout=10) as bad:
+            frame = struct.pack(">hhih", 3, 1, 7, 500) + b"ab"
+            bad.sendall(struct.pack(">i", len(frame)) + frame)
+            assert bad.recv(64) == b""  # closed, not answered
+        _create_topic(bootstrap, 1, "still-served")  # a new connection is answered

@@ -6,8 +6,9 @@
 // own ceiling on this machine, the most any broker could let it send or read. It runs on
 // one core (GOMAXPROCS 1), so that it takes as little as it can from the client's.
 //
-// Usage: clients sink PORT (0 picks a free one); it prints "listening PORT" once ready
-// and serves until killed.
+// Usage: clients sink [PORT] (0, the default, picks a free one); it prints "listening PORT"
+// once ready and serves until killed. A request it cannot read closes its connection, with
+// what was wrong on stderr.
 package main
 
 import (
@@ -145,14 +146,20 @@ func (s *sink) answer(frame []byte) ([][]byte, error) {
 	key := int16(binary.BigEndian.Uint16(frame[0:]))
 	version := int16(binary.BigEndian.Uint16(frame[2:]))
 	correlation := frame[4:8]
-	clientID := int16(binary.BigEndian.Uint16(frame[8:]))
+	clientID := int(int16(binary.BigEndian.Uint16(frame[8:])))
 	body := frame[10:]
+	if clientID > len(body) {
+		return nil, fmt.Errorf("API key %d: a client id of %d bytes in %d", key, clientID, len(body))
+	}
 	if clientID > 0 {
 		body = body[clientID:]
 	}
 	span, ok := sinkVersions[key]
 	if !ok {
 		return nil, fmt.Errorf("API key %d is not served", key)
+	}
+	if version < span[0] || (version > span[1] && key != 18) {
+		return nil, fmt.Errorf("API key %d v%d: the sink serves v%d-v%d", key, version, span[0], span[1])
 	}
 	req := kmsg.RequestForKey(key)
 	if key == 18 && version > span[1] {
