@@ -67,8 +67,15 @@ JACKSON = "com.fasterxml.jackson.core:jackson-databind:2.21.7"
 SOURCES = Path(__file__).resolve().parent / "java" / "src"
 MAIN_CLASS = "kafkagen.oracle.KafkaOracle"
 #: JVM options: a bounded heap, and the serial collector (one JVM among many processes on
-#: a small machine; a batch allocates little that survives it).
-JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-Xss4m", "-XX:TieredStopAtLevel=1")
+#: a small machine; a batch allocates little that survives it). No perf-data file, whose
+#: lock taken by another process makes the JVM print a warning on stdout, the oracle's pipe.
+JVM_OPTIONS = (
+    "-Xmx512m",
+    "-XX:+UseSerialGC",
+    "-Xss4m",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+)
 
 #: The last two are the group coordinator's records (API key: the record type), which the
 #: oracle has when started with ``coordinator_records=True``.
