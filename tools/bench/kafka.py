@@ -422,7 +422,8 @@ def produce_all(
     bootstrap: str, replicas: int, records: int, java_cp: str | None, runs: int = 1
 ) -> list[ProduceRun]:
     """Each producer and acks setting ``runs`` times, interleaved so that a slow spell of
-    the machine falls on every row alike; the run of median throughput of each.
+    the machine falls on every row alike; of each, the run of median messages/s (with its
+    MB/s: ``median_high`` of the pairs picks a run, it averages none).
 
     Every run starts with the machine's written data on disk (``os.sync``, untimed): past
     the kernel's background threshold (a tenth of memory, about 2.3 GB here) it writes
@@ -441,12 +442,9 @@ def produce_all(
             rows.setdefault(("confluent-kafka", acks), []).append(
                 produce_confluent(bootstrap, records, acks)
             )
-    return [ProduceRun(tool, acks, *_median(got)) for (tool, acks), got in rows.items()]
-
-
-def _median(runs: list[tuple[float, float]]) -> tuple[float, float]:
-    """The run of median messages/s (its MB/s with it)."""
-    return sorted(runs)[len(runs) // 2]
+    return [
+        ProduceRun(tool, acks, *statistics.median_high(got)) for (tool, acks), got in rows.items()
+    ]
 
 
 def throughput(
@@ -455,7 +453,7 @@ def throughput(
     """The produce rows, then the median of ``runs`` consumes of all they wrote."""
     produced = produce_all(bootstrap, replicas, records, java_cp, runs)
     total = records * len(produced) * runs
-    consumed = _median([consume_confluent(bootstrap, total) for _ in range(runs)])
+    consumed = statistics.median_high([consume_confluent(bootstrap, total) for _ in range(runs)])
     return produced, consumed
 
 
