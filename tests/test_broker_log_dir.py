@@ -4,6 +4,8 @@ on start; and a new leader of an offsets partition replays transactional offset 
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import functools
 import json
 import os
@@ -28,7 +30,7 @@ from kafkagen.runtime.broker.security.acls import (
     PatternType,
     ResourceType,
 )
-from kafkagen.runtime.broker.storage import log_store
+from kafkagen.runtime.broker.storage import log_store, log_writer
 from kafkagen.runtime.broker.storage.log_store import PartitionFiles
 from kafkagen.runtime.broker.storage.partition import Partition
 from kafkagen.runtime.broker.storage.replica_manager import FetchInfo, FetchParams
@@ -976,8 +978,77 @@ def binding_filter(b: AclBinding) -> AclFilter:
     )
 
 
-def test_a_full_disk_answers_kafka_storage_error_and_writes_nothing(tmp_path: Path) -> None:
+def test_an_answer_waits_for_its_write_while_the_broker_serves_others(tmp_path: Path) -> None:
+    """The writer thread writes a batch while the event loop goes on; the produce answer
+    leaves only once the batch is written."""
     with BackgroundCluster(configs={"log.dirs": str(tmp_path)}) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 1, 1))
+        p = _replica(c, 0, TOPIC, 0)
+        files = p.log.storage
+        assert isinstance(files, PartitionFiles) and files.writer is not None
+        writer = files.writer
+        with WireClient(c.bootstrap) as w, WireClient(c.bootstrap) as other:
+            assert produce(w, 0, batch([b"first"], timestamp=TS)).error_code == 0
+            # The segment's file becomes a full pipe: the next write blocks until read.
+            read_end, write_end = os.pipe()
+            os.set_blocking(write_end, False)
+            filled = 0
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    filled += os.write(write_end, bytes(65536))
+            os.set_blocking(write_end, True)
+
+            def to_pipe() -> None:
+                files.close()
+                files._fd = write_end
+
+            try:
+                c.call(to_pipe)
+                # Larger than a write the loop makes itself when the writer is idle.
+                big = b"second" + bytes(log_writer.INLINE_BYTES)
+                second = batch([big], timestamp=TS + 1)
+                with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                    answer = pool.submit(produce, w, 0, second)
+                    assert wait_for(lambda: c.call(lambda: writer.queued > writer.written))
+                    time.sleep(0.3)
+                    assert not answer.done()
+                    # Meanwhile the loop serves everyone else; the high watermark stays
+                    # below what is not written yet, as Kafka's does.
+                    assert other.call(18, 2, req(18)).error_code == 0
+                    got = fetch(other, 0, 0)
+                    assert (got.high_watermark, records_of(got.records)) == (1, [(0, TS, b"first")])
+                    assert c.call(lambda: p.log.log_end_offset) == 2
+                    assert not answer.done()
+                    piped = b""
+                    while len(piped) < filled + len(second):
+                        piped += os.read(read_end, 1 << 20)
+                    r = answer.result(10)
+                assert (r.error_code, r.base_offset) == (0, 1)
+                got = fetch(other, 0, 1)
+                assert [v for _, _, v in records_of(got.records)] == [big]
+                assert piped[filled:] == bytes(got.records)
+
+                def restore() -> None:
+                    writer.drain()
+                    os.close(write_end)
+                    files._fd = None
+                    files._unsynced = False
+
+                c.call(restore)
+            finally:
+                os.close(read_end)  # a writer still blocked fails and lets the broker stop
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_a_failed_write_answers_kafka_storage_error_and_takes_the_log_dir_offline(
+    tmp_path: Path, size: str
+) -> None:
+    """A small write fails on the loop's thread, a large one on the writer's: both answer
+    the same."""
+    configs = {"log.dirs": str(tmp_path)}
+    with BackgroundCluster(configs=configs) as c:
         assert c.cluster is not None
         md = c.cluster.metadata
         c.call(lambda: md.create_topic(TOPIC, 1, 1))
@@ -994,22 +1065,30 @@ def test_a_full_disk_answers_kafka_storage_error_and_writes_nothing(tmp_path: Pa
                 files._fd = os.open("/dev/full", os.O_WRONLY)  # every write: ENOSPC
 
             c.call(disk_full)
-            r = produce(w, 0, batch([b"lost"], timestamp=TS + 1))
-            assert r.error_code == ErrorCode.KAFKA_STORAGE_ERROR
-            assert c.call(lambda: p.log.log_end_offset) == 1
+            lost = b"lost" + (bytes(log_writer.INLINE_BYTES) if size == "large" else b"")
+            r = produce(w, 0, batch([lost], timestamp=TS + 1))
+            assert (r.error_code, r.base_offset) == (ErrorCode.KAFKA_STORAGE_ERROR, -1)
             assert segment.stat().st_size == size
-
-            def disk_back() -> None:
-                assert files._fd is not None
-                os.close(files._fd)
-                files._fd = None
-
-            c.call(disk_back)
-            r = produce(w, 0, batch([b"second"], timestamp=TS + 2))
-            assert (r.error_code, r.base_offset) == (0, 1)
+            # As Kafka with a failed log directory: nothing more is written or read there.
+            r = produce(w, 0, batch([b"later"], timestamp=TS + 2))
+            assert r.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+            assert fetch(w, 0, 0).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+            (result,) = w.call(35, 4, req(35, topics=None)).results
+            assert (result.error_code, result.topics) == (ErrorCode.KAFKA_STORAGE_ERROR, [])
+            assert segment.stat().st_size == size
+    # A restart reads the directory back as the failed write left it.
+    with BackgroundCluster(configs=configs) as c:
+        with WireClient(c.bootstrap) as w:
+            r = wait_for(lambda: _produced(w, batch([b"second"], timestamp=TS + 3)))
+            assert r.base_offset == 1
             got = fetch(w, 0, 0)
             assert [v for _, _, v in records_of(got.records)] == [b"first", b"second"]
             assert segment.read_bytes() == bytes(got.records)
+
+
+def _produced(w: WireClient, records: bytes) -> Any:
+    r = produce(w, 0, records)
+    return r if r.error_code == 0 else None
 
 
 def test_a_commit_cut_short_by_a_stop_completes_after_the_restart(tmp_path: Path) -> None:

@@ -108,7 +108,7 @@ class Broker(MetadataListener):
         if cluster.storage is not None:
             storage = cluster.storage.broker(node_id, md)
             storage.partitions = lambda: rm.partitions
-            rm.storage = storage
+            rm.attach_storage(storage)
         self.group_coordinator = GroupCoordinator(
             node_id, self.configs, md, rm, timer_factory, running=lambda: self.running
         )

@@ -103,8 +103,14 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
         )
         for name, parts in chosen.items()
     ]
+    if rm.storage is not None and rm.storage.writer.offline:
+        # As Kafka: an offline directory is listed with the error and no replicas.
+        error_code: int = ErrorCode.KAFKA_STORAGE_ERROR
+        topics = []
+    else:
+        error_code = 0
     result = Result(
-        error_code=0,
+        error_code=error_code,
         log_dir=log_dir,
         topics=topics,
         total_bytes=-1,

@@ -170,6 +170,9 @@ class LogStorage(Protocol):
     def flush(self) -> None:
         """Make every append so far durable (before an acks=-1 answer)."""
 
+    def end_written(self, log_end: int) -> int:
+        """How far a log ending at ``log_end`` is written (appends may be queued)."""
+
 
 class Log:
     """The batches of one replica of a partition, with its start and end offsets."""
@@ -370,6 +373,13 @@ class Log:
         if self.storage is not None:
             self.storage.flush()
         self._unflushed = 0
+
+    @property
+    def written_end_offset(self) -> int:
+        """The log end as far as the log directory holds it (all of it without one): the
+        leader's high watermark goes no further, as Kafka's follows its written log."""
+        storage = self.storage
+        return self.log_end_offset if storage is None else storage.end_written(self.log_end_offset)
 
     # -- reading ----------------------------------------------------------------------
 

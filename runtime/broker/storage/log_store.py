@@ -21,8 +21,9 @@ crash leaves either the old segments or the cleaned one, never half of each. (A
 truncation of a file a fetch's answer still maps writes the kept part as
 ``<base>.log.tmp`` and renames it over the file; a start drops a ``.log.tmp`` left.)
 
-Every append is written to its segment at once, so a killed process loses nothing the OS
-has. As Kafka, the files are fsynced every ``flush.messages`` records (by default never),
+Every append is written to its segment by the broker's writer thread (`log_writer`), in
+order, and acknowledged only once written, so a killed process loses nothing it answered
+for. A failed write takes the broker's log directory offline until it restarts. As Kafka, the files are fsynced every ``flush.messages`` records (by default never),
 when a segment rolls and when the broker stops, not before an acks=-1 answer: replication
 is what that waits for. The process keeps the newest `CACHE_BYTES` of batches in memory
 (`BatchCache`); older ones are read from their files when fetched, and a fetch of 64 KiB
@@ -65,6 +66,7 @@ from kafkagen.runtime.topic_partition import TopicPartition
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..security.acls import AclBinding, AclFilter, AclStore
 from ._log import LogBatch
+from .log_writer import DiskWriter
 
 if TYPE_CHECKING:
     from .partition import Partition
@@ -150,12 +152,21 @@ class _Segment:
     read_fd: int = -1
     #: The mappings `view` made that something still holds.
     maps: list[weakref.ref[mmap.mmap]] = field(default_factory=list)
+    #: Bytes the file holds: ``size`` once the writer has caught up with this segment.
+    written: int = 0
+    #: The log directory's writer, whose queue may still hold this file's last bytes.
+    writer: DiskWriter | None = None
+
+    def _wait_written(self, end: int) -> None:
+        if end > self.written and self.writer is not None:
+            self.writer.drain()  # rare: a read of bytes appended a moment ago
 
     def view(self, position: int, size: int) -> memoryview:
         """The ``size`` bytes at ``position`` without a copy: a view of the file mapped
         read-only, so a fetch sends them from the page cache, as Kafka sends a segment's
         bytes. The mapping lives while the view (or a slice of it) does;
         `PartitionFiles.truncate` leaves its bytes in place meanwhile."""
+        self._wait_written(position + size)
         if self.read_fd < 0:
             self.read_fd = os.open(self.path, os.O_RDONLY)
         start = position - position % mmap.ALLOCATIONGRANULARITY
@@ -171,6 +182,7 @@ class _Segment:
 
     def read(self, position: int, size: int) -> bytes:
         """The ``size`` bytes at ``position`` (a `BatchHome` of the batches it holds)."""
+        self._wait_written(position + size)
         if self.read_fd < 0:
             self.read_fd = os.open(self.path, os.O_RDONLY)
         data = os.pread(self.read_fd, size, position)
@@ -253,13 +265,20 @@ class PartitionFiles:
         topic_id: uuid.UUID,
         on_start_moved: Callable[[], None],
         cache: BatchCache | None = None,
+        writer: DiskWriter | None = None,
     ) -> None:
         self.tp = tp
         self.cache = cache
+        #: The log directory's writer; None: every write is made at once, on this thread.
+        self.writer = writer
         self.directory = directory
         self.topic_id = topic_id
         self._on_start_moved = on_start_moved
         self.segments: list[_Segment] = []
+        #: The log end offset of the last batch given to the writer, and of the last one
+        #: it wrote: the same when nothing waits (see `end_written`).
+        self.queued_end = 0
+        self.written_end = 0
         self._fd: int | None = None
         self._unsynced = False
         self.log_start_offset = 0
@@ -293,7 +312,7 @@ class PartitionFiles:
         for i, name in enumerate(names):
             path = self.directory / name
             data = path.read_bytes()
-            seg = _Segment(path)
+            seg = _Segment(path, writer=self.writer)
             pos = 0
             reason = ""
             while pos < len(data):
@@ -310,7 +329,7 @@ class PartitionFiles:
                 seg.last_offset = last
                 next_offset = last + 1
                 pos += size
-            seg.size = pos
+            seg.size = seg.written = pos
             if reason:
                 _log.warning(
                     "%s: cut %d bytes at position %d of %s: %s",
@@ -378,15 +397,21 @@ class PartitionFiles:
         fd = self._fd
         if fd is None:
             fd = self._fd = os.open(seg.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            _write_all(fd, batch.data)
-        except OSError:
-            # Leave no half batch behind: later appends would follow a torn one.
+        self.queued_end = batch.last_offset + 1
+        if self.writer is not None:
+            self.writer.write(fd, batch.data, seg.size, seg, self.queued_end, self)
+        else:
             try:
-                os.ftruncate(fd, seg.size)
+                _write_all(fd, batch.data)
             except OSError:
-                _log.error("%s: cannot cut a failed write back from %s", self.tp, seg.path)
-            raise
+                # Leave no half batch behind: later appends would follow a torn one.
+                try:
+                    os.ftruncate(fd, seg.size)
+                except OSError:
+                    _log.error("%s: cannot cut a failed write back from %s", self.tp, seg.path)
+                raise
+            seg.written = seg.size + batch.size
+            self.written_end = self.queued_end
         seg.bases.append(batch.base_offset)
         seg.positions.append(seg.size)
         batch.stored_at(seg, seg.size)
@@ -406,10 +431,25 @@ class PartitionFiles:
 
     def flush(self) -> None:
         if self._unsynced and self._fd is not None:
-            os.fsync(self._fd)
+            if self.writer is not None:
+                self.writer.sync(self._fd)  # after the writes before it, as it must
+            else:
+                os.fsync(self._fd)
         self._unsynced = False
 
+    def end_written(self, log_end: int) -> int:
+        """Where the written part of a log ending at ``log_end`` ends."""
+        return log_end if self.written_end >= self.queued_end else self.written_end
+
+    def _drain(self) -> None:
+        """Let the writer finish this directory's queued jobs: the files are about to be
+        cut, swapped or closed on this thread."""
+        if self.writer is not None:
+            self.writer.drain()
+
     def truncate(self, base_offset: int) -> None:
+        self._drain()
+        self.queued_end = self.written_end = 0  # nothing waits
         self._close_fd()
         while self.segments:
             seg = self.segments[-1]
@@ -430,7 +470,7 @@ class PartitionFiles:
                     with open(seg.path, "r+b") as f:
                         f.truncate(pos)
                         os.fsync(f.fileno())
-                seg.size = pos
+                seg.size = seg.written = pos
                 del seg.bases[i:]
                 del seg.positions[i:]
                 # The new last batch ends before the first dropped one.
@@ -448,6 +488,7 @@ class PartitionFiles:
         ]
         if not old:
             return
+        self._drain()
         if old[-1] == len(self.segments) - 1:
             self._close_fd()
         name = _segment_name(first)
@@ -465,7 +506,7 @@ class PartitionFiles:
         else:
             swap.unlink()  # everything in those segments went: no file left for them
         _fsync_dir(self.directory)
-        seg = _Segment(self.directory / name, len(data))
+        seg = _Segment(self.directory / name, len(data), written=len(data), writer=self.writer)
         pos = 0
         for b in batches:
             seg.bases.append(b.base_offset)
@@ -489,6 +530,11 @@ class PartitionFiles:
     # -- lifecycle --------------------------------------------------------------------
 
     def _roll(self, base_offset: int) -> _Segment:
+        if self.writer is not None and self._fd is not None:
+            # The old file is fsynced and closed after its queued writes, off this thread.
+            self.writer.close(self._fd, self._unsynced)
+            self._fd = None
+            self._unsynced = False
         self._close_fd()
         new_dir = not self.directory.is_dir()
         if new_dir:
@@ -497,7 +543,7 @@ class PartitionFiles:
                 self.directory / PARTITION_METADATA, f"topic_id: {self.topic_id}\n".encode()
             )
             _fsync_dir(self.directory.parent)
-        seg = _Segment(self.directory / _segment_name(base_offset))
+        seg = _Segment(self.directory / _segment_name(base_offset), writer=self.writer)
         self._fd = os.open(seg.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
         _fsync_dir(self.directory)
         self.segments.append(seg)
@@ -505,6 +551,10 @@ class PartitionFiles:
 
     def _close_fd(self) -> None:
         if self._fd is not None:
+            if self.writer is not None:
+                self.writer.drain()
+                if self.writer.offline:  # nothing more is asked of a failed directory
+                    self._unsynced = False
             if self._unsynced:
                 os.fsync(self._fd)
                 self._unsynced = False
@@ -519,6 +569,8 @@ class PartitionFiles:
     def delete(self) -> None:
         """The replica is gone (topic deleted, replica moved away): remove its files."""
         if self._fd is not None:
+            if self.writer is not None:
+                self.writer.drain()
             os.close(self._fd)
             self._fd = None
         for seg in self.segments:
@@ -582,6 +634,8 @@ class BrokerStorage:
         self.path = root / f"broker-{broker_id}"
         self.cache = cache
         self.path.mkdir(parents=True, exist_ok=True)
+        #: Writes the segment files on a thread of its own (`log_writer`).
+        self.writer = DiskWriter(self.path)
         self.broker_id = broker_id
         self.metadata = metadata
         self.files: dict[TopicPartition, PartitionFiles] = {}
@@ -608,6 +662,7 @@ class BrokerStorage:
             partition.topic_id,
             self.checkpoint_soon,
             self.cache,
+            self.writer,
         )
         log = partition.log
         batches = files.recover()
@@ -682,8 +737,10 @@ class BrokerStorage:
         write_atomically(self.path / CHECKPOINT_FILE, json.dumps(data, indent=0).encode())
 
     def close(self) -> None:
+        self.writer.drain()
         for files in self.files.values():
             files.close()
+        self.writer.stop()
         self.write_checkpoints()
 
 

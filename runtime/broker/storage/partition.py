@@ -350,7 +350,7 @@ class Partition:
         replication factor)."""
         if not self.is_leader or len(self.isr) < min(self.min_isr(), len(self.replicas)):
             return False
-        hw = self.log.log_end_offset
+        hw = self.log.written_end_offset
         for r in self.isr:
             if r == self.broker_id:
                 continue

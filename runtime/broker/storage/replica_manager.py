@@ -4,7 +4,8 @@ Handlers call `append_records` and `fetch_messages` with a callback; the answer 
 the callback, at once or when a delayed operation completes (seed 002). Waiting lives in two
 purgatories keyed by partition:
 
-- `DelayedProduce` (acks=all) completes when the high watermark passes every appended
+- `DelayedProduce` completes when the log directory's writer has written the appended
+  batches (acks 1 and all) and, for acks=all, the high watermark passes every appended
   offset, or expires with REQUEST_TIMED_OUT;
 - `DelayedFetch` completes when enough bytes are readable (below the high watermark for
   consumers, below the log end for followers), when a partition errors, or at its wait time.
@@ -107,6 +108,8 @@ class ProduceResult:
     #: acks=all: the high watermark the append waits for; 0 once no wait is needed.
     required_offset: int = 0
     pending: bool = False
+    #: With a log directory: the writer's job the answer waits for; 0 once written.
+    write_seq: int = 0
 
     @property
     def error_code(self) -> int:
@@ -182,12 +185,35 @@ def _safe(callback: Callable[[Any], None], arg: Any) -> None:
         _log.exception("response callback failed")
 
 
+#: The produce purgatory's key for answers waiting on the log directory's writer.
+_WRITES = "log directory writes"
+
+
+def _check_written(rm: ReplicaManager, tp: TopicPartition, result: ProduceResult) -> bool:
+    """Whether ``result`` still waits for its batch to be written (an error if the write
+    failed)."""
+    storage = rm.storage
+    if storage is None:
+        result.write_seq = 0
+        return False
+    done = storage.writer.done(result.write_seq)
+    if done is False:
+        return True
+    result.write_seq = 0
+    if done is None:
+        result.pending = False
+        result.base_offset = result.log_append_time = result.log_start_offset = -1
+        result.error = KafkaStorageError(f"{tp}: the write failed, the log directory is offline")
+    return False
+
+
 def _answered(_: Any) -> None:
     """The callback of an operation that has already answered."""
 
 
 class DelayedProduce(DelayedOperation):
-    """An acks=all produce waiting for its partitions' high watermarks."""
+    """A produce waiting for its batches to be written and (acks=all) for its partitions'
+    high watermarks."""
 
     __slots__ = ("_rm", "_results", "_callback")
 
@@ -207,6 +233,9 @@ class DelayedProduce(DelayedOperation):
         rm = self._rm
         waiting = False
         for tp, result in self._results.items():
+            if result.write_seq and _check_written(rm, tp, result):
+                waiting = True
+                continue
             if not result.pending:
                 continue
             partition = rm.partitions.get(tp)
@@ -227,7 +256,10 @@ class DelayedProduce(DelayedOperation):
         return self.force_complete()
 
     def on_complete(self) -> None:
-        for result in self._results.values():
+        for tp, result in self._results.items():
+            if result.write_seq and _check_written(self._rm, tp, result):
+                result.write_seq = 0
+                result.pending = True  # not written in time: a timeout, as below
             if result.pending:
                 result.pending = False
                 result.error = RequestTimedOutError(
@@ -407,6 +439,10 @@ class ReplicaManager:
     def leader_partition(self, tp: TopicPartition) -> Partition:
         partition = self.replica_partition(tp)
         partition.require_leader()
+        if self.storage is not None and self.storage.writer.offline:
+            raise KafkaStorageError(
+                f"{tp}: broker {self.broker_id}'s log directory is offline after a failed write"
+            )
         return partition
 
     # -- appends ----------------------------------------------------------------------
@@ -479,9 +515,11 @@ class ReplicaManager:
                 progressed.append(tp)
         for tp in progressed:
             self._on_progress(tp)
-        if any(r.pending for r in results.values()):
+        keys: list[Any] = [tp for tp, r in results.items() if r.pending]
+        if acks != 0 and self._wait_for_writes(results):
+            keys.append(_WRITES)
+        if keys:
             op = DelayedProduce(timeout_ms, self, results, callback)
-            keys = [tp for tp, r in results.items() if r.pending]
             self.produce_purgatory.try_complete_else_watch(op, keys)
         else:
             _safe(callback, results)
@@ -520,10 +558,44 @@ class ReplicaManager:
         for tp in progressed:
             self._on_progress(tp)
         if progressed:
+            keys: list[Any] = list(progressed)
+            if self._wait_for_writes(results):
+                keys.append(_WRITES)
             op = DelayedProduce(timeout_ms, self, results, callback)
-            self.produce_purgatory.try_complete_else_watch(op, progressed)
+            self.produce_purgatory.try_complete_else_watch(op, keys)
         else:
             _safe(callback, results)
+
+    def _wait_for_writes(self, results: Mapping[TopicPartition, ProduceResult]) -> bool:
+        """Make the appended partitions' answers wait for the writer's jobs given so far
+        (Kafka answers once its write returned); whether any has to."""
+        storage = self.storage
+        if storage is None:
+            return False
+        writer = storage.writer
+        seq = writer.queued
+        if writer.done(seq):
+            return False
+        waits = False
+        for result in results.values():
+            if result.error is None:
+                result.write_seq = seq
+                waits = True
+        return waits
+
+    def attach_storage(self, storage: BrokerStorage) -> None:
+        """Mirror the replicas in ``storage``; its writer wakes the answers waiting on it."""
+        self.storage = storage
+        storage.writer.on_written = self._on_written
+
+    def _on_written(self) -> None:
+        assert self.storage is not None
+        for log in self.storage.writer.written_logs():
+            # A leader's high watermark may follow its written log now.
+            partition = self.partitions.get(log.tp)
+            if partition is not None and partition.maybe_increment_hw():
+                self._on_progress(log.tp)
+        self.produce_purgatory.check_and_complete(_WRITES)
 
     def _on_progress(self, tp: TopicPartition) -> None:
         """A log end or high watermark moved (or a replica changed): wake waiting requests."""
@@ -826,6 +898,8 @@ class ReplicaManager:
 
     def shutdown(self) -> None:
         """Answer every waiting request now (with what it has) and stop the purgatories."""
+        if self.storage is not None:
+            self.storage.writer.drain()  # what was appended is answered as written
         for purgatory in (self.produce_purgatory, self.fetch_purgatory):
             pending: list[DelayedOperation] = list(purgatory.shutdown())
             for op in pending:
