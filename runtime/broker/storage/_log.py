@@ -168,7 +168,7 @@ class LogStorage(Protocol):
     def advance_start(self, offset: int) -> None: ...
 
     def flush(self) -> None:
-        """Make every append so far durable (before an acks=-1 answer)."""
+        """Make every append so far durable (every flush.messages records, at a roll)."""
 
     def end_written(self, log_end: int) -> int:
         """How far a log ending at ``log_end`` is written (appends may be queued)."""

@@ -23,9 +23,10 @@ truncation of a file a fetch's answer still maps writes the kept part as
 
 Every append is written to its segment by the broker's writer thread (`log_writer`), in
 order, and acknowledged only once written, so a killed process loses nothing it answered
-for. A failed write takes the broker's log directory offline until it restarts. As Kafka, the files are fsynced every ``flush.messages`` records (by default never),
-when a segment rolls and when the broker stops, not before an acks=-1 answer: replication
-is what that waits for. The process keeps the newest `CACHE_BYTES` of batches in memory
+for. A failed write takes the broker's log directory offline until it restarts. As Kafka,
+the files are fsynced every ``flush.messages`` records (by default never), when a segment
+rolls and when the broker stops, not before an acks=-1 answer: replication is what that
+waits for. The process keeps the newest `CACHE_BYTES` of batches in memory
 (`BatchCache`); older ones are read from their files when fetched, and a fetch of 64 KiB
 or more of one file's batches is sent from a read-only mapping of the file
 (`_Segment.view`), which a truncation leaves intact.
