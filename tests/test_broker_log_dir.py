@@ -1132,8 +1132,15 @@ def test_a_commit_cut_short_by_a_stop_completes_after_the_restart(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_every_acknowledged_message_survives_a_sigkill_mid_stream(tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_every_acknowledged_message_survives_a_sigkill_mid_stream(
+    tmp_path: Path, size: str
+) -> None:
+    """Small batches are written as they come, large ones by the writer thread: neither
+    is acknowledged before it is in the file."""
     from confluent_kafka import Producer
+
+    padding = bytes(log_writer.INLINE_BYTES) if size == "large" else b""
 
     acked: dict[int, bytes] = {}
 
@@ -1158,7 +1165,7 @@ def test_every_acknowledged_message_survives_a_sigkill_mid_stream(tmp_path: Path
         # Keep producing until well past the kill, so that writes are in flight when it lands.
         while len(acked) < 800 and time.monotonic() < deadline:
             try:
-                p.produce(TOPIC, b"message-%06d" % i, on_delivery=delivered)
+                p.produce(TOPIC, b"message-%06d" % i + padding, on_delivery=delivered)
                 i += 1
             except BufferError:
                 pass
