@@ -94,6 +94,27 @@ def test_the_command_with_random_requests_beside_the_clients(tmp_path: Path) -> 
     assert check_again.returncode == 0
 
 
+def test_the_command_with_a_log_dir_runs_through_the_writer_threads(tmp_path: Path) -> None:
+    """The campaign against brokers that write their logs (stopped, paused, cut off and
+    restarted meanwhile): nothing acknowledged is lost from the files' side either."""
+    log_dir = tmp_path / "logs"
+    command = [sys.executable, "-m", "kafkagen", "chaos", "--log-dir", str(log_dir)]
+    run = subprocess.run(
+        [*command, "--duration", "30", "--seed", "3"], capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"campaign: kafkagen serve --brokers 3 --log-dir {log_dir}" in run.stdout
+    assert "valid: no anomalies" in run.stdout
+    written = int(re.search(r"acknowledged writes: ([\d,]+)", run.stdout)[1].replace(",", ""))
+    assert written > 5_000
+    segments = list(log_dir.glob("broker-*/chaos-in-*/*.log"))
+    assert segments and sum(p.stat().st_size for p in segments) > written * 10
+    # A directory already used is refused, not mixed into.
+    again = subprocess.run([*command, "--duration", "1"], capture_output=True, text=True)
+    assert again.returncode == 2
+    assert f"--log-dir {log_dir}: must be empty or new" in again.stderr
+
+
 def test_the_nemesis_records_a_failed_control_call_and_goes_on() -> None:
     """A control API that drops every call (as an overloaded or dying process may): each
     fault is recorded as failed with its error, and the campaign keeps its course."""

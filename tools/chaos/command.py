@@ -73,6 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="writes per second of each producer (default: as fast as they are acknowledged)",
     )
+    parser.add_argument(
+        "--log-dir",
+        type=Path,
+        metavar="DIR",
+        help="kafkagen serve keeps its logs in DIR (an empty or new directory), so the "
+        "campaign also runs through the log directories' writes (default: in memory)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,10 +88,14 @@ def run(args: argparse.Namespace) -> int:
     if args.partitions < 1:
         print(f"kafkagen chaos: --partitions {args.partitions}: needs at least 1", file=sys.stderr)
         return 2
+    if args.log_dir is not None and (args.kafka or _not_empty(args.log_dir)):
+        why = "is for kafkagen serve" if args.kafka else "must be empty or new"
+        print(f"kafkagen chaos: --log-dir {args.log_dir}: {why}", file=sys.stderr)
+        return 2
     requests: RequestStats | None = None
     campaign: Campaign | None = None
     try:
-        with _cluster(args.kafka, args.partitions) as (bootstrap, faults, pid):
+        with _cluster(args.kafka, args.partitions, args.log_dir) as (bootstrap, faults, pid):
             campaign = Campaign(
                 bootstrap,
                 duration=args.duration,
@@ -124,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
         history.dump(args.history)
     report = check(history)
     where = "Apache Kafka 4.4.0, 3 nodes" if args.kafka else "kafkagen serve --brokers 3"
+    if args.log_dir is not None:
+        where += f" --log-dir {args.log_dir}"
     print(f"campaign: {where}, {took:.0f} s, seed {args.seed}")
     print(f"faults: {len(campaign.faults_done)}")
     for what in campaign.faults_done:
@@ -159,15 +172,22 @@ def _usage(pid: int | None) -> tuple[int, int] | None:
         return None
 
 
+def _not_empty(path: Path) -> bool:
+    return path.exists() and (not path.is_dir() or any(path.iterdir()))
+
+
 @contextmanager
-def _cluster(kafka: bool, partitions: int) -> Iterator[tuple[str, Faults, int | None]]:
+def _cluster(
+    kafka: bool, partitions: int, log_dir: Path | None = None
+) -> Iterator[tuple[str, Faults, int | None]]:
     if kafka:
         from kafkagen.reference import KafkaReference
 
         with KafkaReference(nodes=3) as ref:
             yield ref.bootstrap, ProcessFaults(ref.pids, ref.restart), None
         return
-    with _serve(3) as (bootstrap, control, pid):
+    configs = [*SERVE_CONFIGS, f"log.dirs={log_dir}"] if log_dir is not None else SERVE_CONFIGS
+    with _serve(3, configs=configs) as (bootstrap, control, pid):
         faults = ControlFaults(control, range(3), Campaign.topic_names("chaos"), partitions)
         yield bootstrap, faults, pid
 
