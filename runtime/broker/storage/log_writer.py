@@ -241,7 +241,7 @@ class DiskWriter:
                 self._write_run(batch[i:j])
                 i = j
             with cond:
-                self._bytes -= sum(len(j[3]) for j in batch if j[3] is not None)
+                self._bytes -= sum(len(done[3]) for done in batch if done[3] is not None)
                 cond.notify_all()
             loop = self._loop
             if loop is not None and not self._wake_pending:

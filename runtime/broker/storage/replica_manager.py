@@ -189,7 +189,7 @@ def _safe(callback: Callable[[Any], None], arg: Any) -> None:
 _WRITES = "log directory writes"
 
 
-def _check_written(rm: ReplicaManager, tp: TopicPartition, result: ProduceResult) -> bool:
+def _waits_for_write(rm: ReplicaManager, tp: TopicPartition, result: ProduceResult) -> bool:
     """Whether ``result`` still waits for its batch to be written (an error if the write
     failed)."""
     storage = rm.storage
@@ -233,7 +233,7 @@ class DelayedProduce(DelayedOperation):
         rm = self._rm
         waiting = False
         for tp, result in self._results.items():
-            if result.write_seq and _check_written(rm, tp, result):
+            if result.write_seq and _waits_for_write(rm, tp, result):
                 waiting = True
                 continue
             if not result.pending:
@@ -257,7 +257,7 @@ class DelayedProduce(DelayedOperation):
 
     def on_complete(self) -> None:
         for tp, result in self._results.items():
-            if result.write_seq and _check_written(self._rm, tp, result):
+            if result.write_seq and _waits_for_write(self._rm, tp, result):
                 result.write_seq = 0
                 result.pending = True  # not written in time: a timeout, as below
             if result.pending:
