@@ -682,11 +682,12 @@ import uuid
 from pathlib import Path
 from kafkagen.runtime.broker.storage._log import LogBatch, served
 from kafkagen.runtime.broker.storage.log_store import PartitionFiles
+from kafkagen.runtime.broker.storage.log_writer import DiskWriter
 from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.topic_partition import TopicPartition
 
 d = Path({str(tmp_path / "t-0")!r})
-files = PartitionFiles(TopicPartition("t", 0), d, uuid.uuid4(), lambda: None)
+files = PartitionFiles(TopicPartition("t", 0), d, uuid.uuid4(), lambda: None, DiskWriter(d))
 def stored(i):
     data = build_batch([Record(value=b"%04d" % i * 2000)], base_offset=i)
     b = LogBatch(i, i, data, 0, i, 0)
@@ -706,7 +707,7 @@ stored(10)
 assert [b.base_offset for b in iter_batches(path.read_bytes())] == list(range(11))
 # A truncation stopped before its rename leaves the new file beside the old: a start drops it.
 path.with_name(path.name + ".tmp").write_bytes(kept)
-again = PartitionFiles(TopicPartition("t", 0), d, files.topic_id, lambda: None)
+again = PartitionFiles(TopicPartition("t", 0), d, files.topic_id, lambda: None, DiskWriter(d))
 assert len(again.recover()) == 11 and not list(d.glob("*.tmp"))
 print("kept", len(kept))
 """

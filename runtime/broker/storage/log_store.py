@@ -67,7 +67,7 @@ from kafkagen.runtime.topic_partition import TopicPartition
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..security.acls import AclBinding, AclFilter, AclStore
 from ._log import LogBatch
-from .log_writer import DiskWriter
+from .log_writer import DiskWriter, write_all
 
 if TYPE_CHECKING:
     from .partition import Partition
@@ -117,7 +117,7 @@ def _write_synced(path: Path, data: bytes) -> None:
     """Write ``path`` anew with ``data`` and fsync it."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        _write_all(fd, data)
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -129,13 +129,6 @@ def write_atomically(path: Path, data: bytes) -> None:
     _write_synced(tmp, data)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
-
-
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
 
 
 # -- one replica's files ---------------------------------------------------------------------
@@ -265,12 +258,12 @@ class PartitionFiles:
         directory: Path,
         topic_id: uuid.UUID,
         on_start_moved: Callable[[], None],
+        writer: DiskWriter,
         cache: BatchCache | None = None,
-        writer: DiskWriter | None = None,
     ) -> None:
         self.tp = tp
         self.cache = cache
-        #: The log directory's writer; None: every write is made at once, on this thread.
+        #: The log directory's writer (without an event loop it writes at once).
         self.writer = writer
         self.directory = directory
         self.topic_id = topic_id
@@ -399,20 +392,7 @@ class PartitionFiles:
         if fd is None:
             fd = self._fd = os.open(seg.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.queued_end = batch.last_offset + 1
-        if self.writer is not None:
-            self.writer.write(fd, batch.data, seg.size, seg, self.queued_end, self)
-        else:
-            try:
-                _write_all(fd, batch.data)
-            except OSError:
-                # Leave no half batch behind: later appends would follow a torn one.
-                try:
-                    os.ftruncate(fd, seg.size)
-                except OSError:
-                    _log.error("%s: cannot cut a failed write back from %s", self.tp, seg.path)
-                raise
-            seg.written = seg.size + batch.size
-            self.written_end = self.queued_end
+        self.writer.write(fd, batch.data, seg.size, seg, self.queued_end, self)
         seg.bases.append(batch.base_offset)
         seg.positions.append(seg.size)
         batch.stored_at(seg, seg.size)
@@ -432,10 +412,7 @@ class PartitionFiles:
 
     def flush(self) -> None:
         if self._unsynced and self._fd is not None:
-            if self.writer is not None:
-                self.writer.sync(self._fd)  # after the writes before it, as it must
-            else:
-                os.fsync(self._fd)
+            self.writer.sync(self._fd)  # after the writes before it, as it must
         self._unsynced = False
 
     def end_written(self, log_end: int) -> int:
@@ -445,8 +422,7 @@ class PartitionFiles:
     def _drain(self) -> None:
         """Let the writer finish this directory's queued jobs: the files are about to be
         cut, swapped or closed on this thread."""
-        if self.writer is not None:
-            self.writer.drain()
+        self.writer.drain()
 
     def truncate(self, base_offset: int) -> None:
         self._drain()
@@ -531,7 +507,7 @@ class PartitionFiles:
     # -- lifecycle --------------------------------------------------------------------
 
     def _roll(self, base_offset: int) -> _Segment:
-        if self.writer is not None and self._fd is not None:
+        if self._fd is not None:
             # The old file is fsynced and closed after its queued writes, off this thread.
             self.writer.close(self._fd, self._unsynced)
             self._fd = None
@@ -552,10 +528,9 @@ class PartitionFiles:
 
     def _close_fd(self) -> None:
         if self._fd is not None:
-            if self.writer is not None:
-                self.writer.drain()
-                if self.writer.offline:  # nothing more is asked of a failed directory
-                    self._unsynced = False
+            self.writer.drain()
+            if self.writer.offline:  # nothing more is asked of a failed directory
+                self._unsynced = False
             if self._unsynced:
                 os.fsync(self._fd)
                 self._unsynced = False
@@ -570,8 +545,7 @@ class PartitionFiles:
     def delete(self) -> None:
         """The replica is gone (topic deleted, replica moved away): remove its files."""
         if self._fd is not None:
-            if self.writer is not None:
-                self.writer.drain()
+            self.writer.drain()
             os.close(self._fd)
             self._fd = None
         for seg in self.segments:
@@ -662,8 +636,8 @@ class BrokerStorage:
             self.path / f"{topic}-{tp.partition}",
             partition.topic_id,
             self.checkpoint_soon,
-            self.cache,
             self.writer,
+            self.cache,
         )
         log = partition.log
         batches = files.recover()

@@ -36,7 +36,14 @@ from typing import Protocol
 
 from kafkagen.runtime.topic_partition import TopicPartition
 
-__all__ = ["DiskWriter", "INLINE_BYTES", "QUEUE_BYTES", "WrittenBytes", "WrittenOffsets"]
+__all__ = [
+    "DiskWriter",
+    "INLINE_BYTES",
+    "QUEUE_BYTES",
+    "WrittenBytes",
+    "WrittenOffsets",
+    "write_all",
+]
 
 _log = logging.getLogger("kafkagen.broker.log_dir")
 
@@ -289,7 +296,7 @@ class DiskWriter:
         try:
             if kind == _WRITE:
                 assert data is not None and file is not None and log is not None
-                _write_all(fd, data)
+                write_all(fd, data)
                 file.written = pos + len(data)
                 log.written_end = end
             else:
@@ -310,7 +317,8 @@ class DiskWriter:
 _Job = tuple[int, int, int, bytes | None, int, WrittenBytes | None, int, WrittenOffsets | None]
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """Write all of ``data`` to ``fd`` (a write may take less than it was given)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
